@@ -1,0 +1,203 @@
+#include "translators/canonical/json.hpp"
+
+#include <cmath>
+
+#include <rapidjson/error/en.h>
+
+namespace infergate::json {
+
+namespace {
+
+// Depth of the deepest nesting in `body`, stopping early once past `limit`. Strings are skipped
+// so brackets inside them do not count.
+int nesting_depth(std::string_view body, int limit) {
+    int depth = 0;
+    int deepest = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < body.size(); ++i) {
+        const char c = body[i];
+        if (in_string) {
+            if (c == '\\') {
+                ++i;
+            } else if (c == '"') {
+                in_string = false;
+            }
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            if (++depth > deepest) {
+                deepest = depth;
+                if (deepest > limit) {
+                    return deepest;
+                }
+            }
+        } else if (c == '}' || c == ']') {
+            --depth;
+        }
+    }
+    return deepest;
+}
+
+canonical::Error type_error(std::string_view path, std::string_view expected, const Value& got) {
+    return canonical::bad_request("'" + std::string(path) + "' must be " + std::string(expected) +
+                                      ", got " + std::string(type_name(got)),
+                                  std::string(path));
+}
+
+}  // namespace
+
+std::optional<canonical::Error> parse(std::string_view body, Document& doc, std::string_view what) {
+    if (nesting_depth(body, kMaxDepth) > kMaxDepth) {
+        return canonical::bad_request("malformed JSON in " + std::string(what) +
+                                      ": nested deeper than " + std::to_string(kMaxDepth) +
+                                      " levels");
+    }
+    doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseStopWhenDoneFlag>(body.data(),
+                                                                                 body.size());
+    if (doc.HasParseError()) {
+        if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+            return canonical::bad_request("malformed JSON in " + std::string(what) +
+                                          ": the body is empty; send a JSON object");
+        }
+        return canonical::bad_request(
+            "malformed JSON in " + std::string(what) + " at offset " +
+            std::to_string(doc.GetErrorOffset()) + ": " +
+            rapidjson::GetParseError_En(doc.GetParseError()));
+    }
+    // kParseStopWhenDoneFlag leaves trailing bytes unread; only whitespace may follow.
+    // (RapidJSON does not expose the end offset directly, so re-check with a strict parse only
+    // when something non-blank trails the last closing bracket.)
+    const auto last = body.find_last_not_of(" \t\r\n");
+    if (last != std::string_view::npos && (doc.IsObject() || doc.IsArray())) {
+        const char closer = doc.IsObject() ? '}' : ']';
+        if (body[last] != closer) {
+            return canonical::bad_request("malformed JSON in " + std::string(what) +
+                                          ": unexpected data after the end of the JSON value");
+        }
+    }
+    return std::nullopt;
+}
+
+void append(const Value& v, std::string& out) {
+    StringOut os{&out};
+    Writer w(os);
+    v.Accept(w);
+}
+
+std::string to_string(const Value& v) {
+    std::string out;
+    append(v, out);
+    return out;
+}
+
+void write_raw(Writer& w, std::string_view json) {
+    w.RawValue(json.data(), json.size(), rapidjson::kObjectType);
+}
+
+std::string_view view(const Value& v) { return {v.GetString(), v.GetStringLength()}; }
+
+const Value* find(const Value& obj, std::string_view key) {
+    if (!obj.IsObject()) {
+        return nullptr;
+    }
+    const auto it = obj.FindMember(Value(rapidjson::StringRef(key.data(), key.size())));
+    return it == obj.MemberEnd() ? nullptr : &it->value;
+}
+
+std::string_view type_name(const Value& v) {
+    switch (v.GetType()) {
+        case rapidjson::kNullType: return "null";
+        case rapidjson::kFalseType:
+        case rapidjson::kTrueType: return "a boolean";
+        case rapidjson::kObjectType: return "an object";
+        case rapidjson::kArrayType: return "an array";
+        case rapidjson::kStringType: return "a string";
+        case rapidjson::kNumberType: return v.IsInt64() || v.IsUint64() ? "an integer" : "a number";
+    }
+    return "a value";
+}
+
+std::optional<bool> get_bool(const Value& obj, std::string_view key, std::string_view path,
+                             std::optional<canonical::Error>& err) {
+    const Value* v = find(obj, key);
+    if (v == nullptr || v->IsNull()) {
+        return std::nullopt;
+    }
+    if (!v->IsBool()) {
+        err = type_error(path, "a boolean", *v);
+        return std::nullopt;
+    }
+    return v->GetBool();
+}
+
+std::optional<int64_t> get_int(const Value& obj, std::string_view key, std::string_view path,
+                               std::optional<canonical::Error>& err, int64_t min, int64_t max) {
+    const Value* v = find(obj, key);
+    if (v == nullptr || v->IsNull()) {
+        return std::nullopt;
+    }
+    int64_t value = 0;
+    if (v->IsInt64()) {
+        value = v->GetInt64();
+    } else if (v->IsDouble() && std::isfinite(v->GetDouble()) &&
+               v->GetDouble() == std::floor(v->GetDouble()) && std::fabs(v->GetDouble()) < 9e15) {
+        value = static_cast<int64_t>(v->GetDouble());  // 16.0 is an integer too
+    } else {
+        err = type_error(path, "an integer", *v);
+        return std::nullopt;
+    }
+    if (value < min || value > max) {
+        std::string range;
+        if (min != INT64_MIN && max != INT64_MAX) {
+            range = "between " + std::to_string(min) + " and " + std::to_string(max);
+        } else if (min != INT64_MIN) {
+            range = ">= " + std::to_string(min);
+        } else {
+            range = "<= " + std::to_string(max);
+        }
+        err = canonical::bad_request("'" + std::string(path) + "' must be " + range + ", got " +
+                                         std::to_string(value),
+                                     std::string(path));
+        return std::nullopt;
+    }
+    return value;
+}
+
+std::optional<double> get_number(const Value& obj, std::string_view key, std::string_view path,
+                                 std::optional<canonical::Error>& err, double min, double max) {
+    const Value* v = find(obj, key);
+    if (v == nullptr || v->IsNull()) {
+        return std::nullopt;
+    }
+    if (!v->IsNumber()) {
+        err = type_error(path, "a number", *v);
+        return std::nullopt;
+    }
+    const double value = v->GetDouble();
+    if (!(value >= min && value <= max)) {
+        std::string shown = to_string(*v);
+        err = canonical::bad_request("'" + std::string(path) + "' must be between " +
+                                         to_string(Value(min)) + " and " + to_string(Value(max)) +
+                                         ", got " + shown,
+                                     std::string(path));
+        return std::nullopt;
+    }
+    return value;
+}
+
+std::optional<std::string> get_string(const Value& obj, std::string_view key,
+                                      std::string_view path, std::optional<canonical::Error>& err) {
+    const Value* v = find(obj, key);
+    if (v == nullptr || v->IsNull()) {
+        return std::nullopt;
+    }
+    if (!v->IsString()) {
+        err = type_error(path, "a string", *v);
+        return std::nullopt;
+    }
+    return std::string(view(*v));
+}
+
+}  // namespace infergate::json

@@ -1,0 +1,62 @@
+#pragma once
+// Per-stream state, owned by the exchange (one instance for the upstream decoder, one for the
+// client encoder). Codecs are stateless; everything they must remember between events of one
+// stream lives here.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "translators/canonical/types.hpp"
+
+namespace infergate::canonical {
+
+struct ChoiceState {
+    std::string text;                  // all text of this choice so far (cumulative)
+    int64_t completion_tokens = 0;     // running count for this choice
+    bool tokens_exact = false;         // false while completion_tokens is only a chunk count
+    std::optional<int64_t> prompt_tokens;
+    std::optional<int64_t> cached_tokens;
+    bool role_sent = false;            // OpenAI chat: the role-only chunk went out
+    bool finished = false;             // a finish reason went out (never send two)
+    std::optional<FinishReason> held_finish;  // finish held back until exact counts arrive
+    std::string id;                    // per-choice id (SGLang meta_info.id)
+};
+
+struct StreamState {
+    // Client-facing identity, set by the exchange before the first event.
+    std::string id;
+    std::string model;
+    int64_t created = 0;
+
+    // What the request asked for.
+    int n = 1;                       // choices per prompt
+    bool batch = false;              // SGLang: list input or n > 1 (events carry "index")
+    bool include_usage = false;      // OpenAI: client asked for the usage chunk
+    bool continuous_usage = false;   // OpenAI: client asked for usage on every chunk
+    std::optional<int64_t> max_tokens;
+    std::vector<std::string> request_ids;  // SGLang rids
+
+    std::vector<ChoiceState> choices;
+    Usage usage;              // aggregate usage as reported by the upstream, if it did
+    bool usage_final = false; // `usage` came from the upstream's final report
+    bool content_seen = false;  // a content-bearing chunk went out
+    bool ended = false;         // the terminator went out
+
+    ChoiceState& choice(int index) {
+        if (index < 0) {
+            index = 0;
+        }
+        if (static_cast<size_t>(index) >= choices.size()) {
+            choices.resize(static_cast<size_t>(index) + 1);
+        }
+        return choices[static_cast<size_t>(index)];
+    }
+
+    // The request's aggregate usage: the upstream's final report if there was one, else the sum
+    // over choices (prompt tokens counted once per prompt, i.e. once per `n` choices).
+    Usage aggregate_usage() const;
+};
+
+}  // namespace infergate::canonical

@@ -1,0 +1,203 @@
+#pragma once
+// The canonical model: the one vocabulary every dialect is translated to and from.
+// Plain value types; no I/O, no allocation policy beyond the standard library.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace infergate::canonical {
+
+// Every wire dialect infergate speaks, on either side.
+enum class Dialect {
+    sglang,              // SGLang native POST /generate
+    openai_completions,  // POST /v1/completions
+    openai_chat,         // POST /v1/chat/completions
+};
+
+std::string_view to_string(Dialect d);
+
+enum class RequestKind { completion, chat };
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+// A translation or proxy error, rendered by the client dialect's error codec.
+// `status` is the HTTP status to answer with; `type` is an OpenAI-style error type
+// ("invalid_request_error", "not_found_error", "upstream_error", ...); `param` names the
+// offending field with its JSON path when there is one ("sampling_params.temperature").
+struct Error {
+    int status = 500;
+    std::string message;
+    std::string type = "invalid_request_error";
+    std::string param;  // empty = none
+    std::string code;   // empty = none
+};
+
+Error bad_request(std::string message, std::string param = {});
+
+// A value or an Error; the translators never throw on bad input.
+template <class T>
+class Result {
+public:
+    Result(T value) : v_(std::move(value)) {}          // NOLINT(google-explicit-constructor)
+    Result(Error error) : v_(std::move(error)) {}      // NOLINT(google-explicit-constructor)
+    bool ok() const { return v_.index() == 0; }
+    explicit operator bool() const { return ok(); }
+    T& value() { return std::get<0>(v_); }
+    const T& value() const { return std::get<0>(v_); }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+    T& operator*() { return value(); }
+    const Error& error() const { return std::get<1>(v_); }
+
+private:
+    std::variant<T, Error> v_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+// ---------------------------------------------------------------------------------------------
+
+// One prompt: text, or token ids (never both).
+struct Prompt {
+    std::string text;
+    std::vector<int64_t> token_ids;
+    bool is_tokens = false;
+};
+
+struct ChatMessage {
+    std::string role;     // system, developer, user, assistant, tool
+    std::string content;  // text parts joined
+    std::string name;     // optional
+};
+
+// Sampling settings. An empty optional means "the client did not say"; encoders then write the
+// client dialect's default explicitly where the backend's default differs (api-dialects §10.4).
+struct SamplingParams {
+    std::optional<int64_t> max_tokens;
+    std::optional<double> temperature;
+    std::optional<double> top_p;
+    std::optional<int64_t> top_k;
+    std::optional<double> min_p;
+    std::optional<double> frequency_penalty;
+    std::optional<double> presence_penalty;
+    std::optional<double> repetition_penalty;
+    std::optional<int64_t> min_tokens;
+    std::optional<int64_t> seed;
+    std::optional<bool> ignore_eos;
+    std::optional<bool> skip_special_tokens;
+    std::vector<std::string> stop;
+    std::vector<int64_t> stop_token_ids;
+    int n = 1;
+
+    bool operator==(const SamplingParams&) const = default;
+};
+
+// A key the canonical model does not name, kept as raw JSON so that it survives a pass-through to
+// a backend of the same family (e.g. SGLang's `lora_path`, OpenAI's `response_format`).
+struct Extra {
+    std::string key;
+    std::string json;  // the value, serialized compactly
+};
+
+struct GenerationRequest {
+    Dialect dialect = Dialect::openai_completions;  // the dialect it was decoded from
+    RequestKind kind = RequestKind::completion;
+    std::string model;  // as the client sent it; empty when the dialect has none (/generate)
+
+    // Completion prompts. `prompt_is_list` says the client sent a list (a batch), which changes
+    // the response shape even for one element.
+    std::vector<Prompt> prompts;
+    bool prompt_is_list = false;
+
+    std::vector<ChatMessage> messages;  // chat only
+
+    SamplingParams sampling;
+    // SGLang batches may carry one sampling_params object per item; empty when all items share
+    // `sampling`. Dialects without per-item settings refuse a request whose items differ.
+    std::vector<SamplingParams> item_sampling;
+
+    bool echo = false;        // OpenAI completions: prepend the prompt to the output
+    bool non_text_content = false;  // chat content had non-text parts (images, audio, ...)
+
+    bool stream = false;
+    bool include_usage = false;     // OpenAI stream_options.include_usage
+    bool continuous_usage = false;  // vLLM/SGLang stream_options.continuous_usage_stats
+
+    std::vector<std::string> request_ids;  // SGLang rid (one, or one per batch item)
+
+    // Logprobs: kept for same-family pass-through.
+    std::optional<bool> return_logprob;   // SGLang return_logprob / OpenAI chat logprobs
+    std::optional<int64_t> top_logprobs;  // SGLang top_logprobs_num / OpenAI top_logprobs / completions logprobs
+
+    std::vector<Extra> extras;           // unknown top-level keys
+    std::vector<Extra> sampling_extras;  // unknown keys inside SGLang sampling_params
+};
+
+// ---------------------------------------------------------------------------------------------
+// Results
+// ---------------------------------------------------------------------------------------------
+
+enum class FinishKind { none, stop, length, tool_calls, content_filter, abort };
+
+struct FinishReason {
+    FinishKind kind = FinishKind::none;
+    std::optional<std::string> matched_text;  // the stop string that fired, when known
+    std::optional<int64_t> matched_token;     // the stop token id that fired (EOS included), when known
+    std::optional<int64_t> length;            // the token budget that was reached
+    std::string message;                      // abort reason
+
+    bool operator==(const FinishReason&) const = default;
+};
+
+struct Usage {
+    std::optional<int64_t> prompt_tokens;
+    std::optional<int64_t> completion_tokens;
+    std::optional<int64_t> cached_tokens;
+
+    bool operator==(const Usage&) const = default;
+};
+
+struct Choice {
+    int index = 0;
+    std::string text;  // generated text only (never the prompt)
+    FinishReason finish;
+    Usage usage;  // per choice where the dialect reports it (SGLang meta_info)
+    std::string id;
+};
+
+struct GenerationResult {
+    std::string id;
+    std::string model;
+    int64_t created = 0;
+    std::vector<Choice> choices;  // sorted by index
+    Usage usage;                  // aggregate
+};
+
+// ---------------------------------------------------------------------------------------------
+// Streams
+// ---------------------------------------------------------------------------------------------
+
+// One decoded stream event.
+//   chunk: new text (a delta, possibly empty) for choice `index`, optionally its finish reason,
+//          optionally that choice's running token counts in `usage`.
+//   usage: the aggregate usage of the whole request (OpenAI's final usage-only chunk).
+//   error: an in-band error; the stream ends after it.
+//   done:  the upstream's own terminator ([DONE], or the end of a dialect without one).
+struct StreamEvent {
+    enum class Type { chunk, usage, error, done };
+    Type type = Type::chunk;
+    int index = 0;
+    std::string text;
+    std::optional<FinishReason> finish;
+    Usage usage;
+    Error error;
+};
+
+}  // namespace infergate::canonical

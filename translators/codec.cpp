@@ -1,0 +1,83 @@
+#include "translators/codec.hpp"
+
+#include "translators/canonical/json.hpp"
+#include "translators/openai/codec.hpp"
+#include "translators/sglang/codec.hpp"
+
+namespace infergate::translators {
+
+namespace {
+
+std::string error_type_for(int status) {
+    if (status == 400 || status == 422) {
+        return "invalid_request_error";
+    }
+    if (status == 401) {
+        return "authentication_error";
+    }
+    if (status == 403) {
+        return "permission_error";
+    }
+    if (status == 404) {
+        return "not_found_error";
+    }
+    if (status == 429) {
+        return "rate_limit_error";
+    }
+    return "upstream_error";
+}
+
+}  // namespace
+
+Error Codec::decode_error(int status, std::string_view body) const {
+    // Every envelope the servers use (api-dialects §10.14): {"error": {"message": ...}},
+    // {"object": "error", "message": ...}, {"error": "text"}, FastAPI {"detail": ...}, TGI
+    // {"error": "...", "error_type": ...}, or plain text.
+    Error e;
+    e.status = status;
+    e.type = error_type_for(status);
+    json::Document doc;
+    if (!json::parse(body, doc, "upstream error") && doc.IsObject()) {
+        const json::Value* err = json::find(doc, "error");
+        const json::Value* message = nullptr;
+        if (err != nullptr && err->IsObject()) {
+            message = json::find(*err, "message");
+            if (const json::Value* t = json::find(*err, "type"); t != nullptr && t->IsString()) {
+                e.type = std::string(json::view(*t));
+            }
+        } else if (err != nullptr && err->IsString()) {
+            message = err;
+        }
+        if (message == nullptr) {
+            message = json::find(doc, "message");
+        }
+        if (message == nullptr) {
+            message = json::find(doc, "detail");
+        }
+        if (message != nullptr) {
+            e.message = message->IsString() ? std::string(json::view(*message))
+                                            : json::to_string(*message);
+        }
+    }
+    if (e.message.empty()) {
+        std::string_view text = body.substr(0, 2000);
+        while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
+            text.remove_suffix(1);
+        }
+        e.message = text.empty() ? "the backend answered HTTP " + std::to_string(status) +
+                                       " with an empty body"
+                                 : std::string(text);
+    }
+    return e;
+}
+
+const Codec& codec_for(Dialect dialect) {
+    switch (dialect) {
+        case Dialect::sglang: return sglang::codec();
+        case Dialect::openai_completions: return openai::completions_codec();
+        case Dialect::openai_chat: return openai::chat_codec();
+    }
+    return openai::completions_codec();
+}
+
+}  // namespace infergate::translators

@@ -1,0 +1,83 @@
+#pragma once
+// The codec interface every dialect implements, and the registry that maps a dialect to it.
+// Codecs are stateless and thread-safe: one const instance per dialect serves every thread.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "translators/canonical/stream_state.hpp"
+#include "translators/canonical/types.hpp"
+
+namespace infergate::translators {
+
+using canonical::Dialect;
+using canonical::Error;
+using canonical::GenerationRequest;
+using canonical::GenerationResult;
+using canonical::Result;
+using canonical::StreamEvent;
+using canonical::StreamState;
+
+// What kind of backend sits behind an OpenAI-dialect upstream; decides which non-standard
+// extensions may be sent (vLLM and SGLang accept `continuous_usage_stats`, `top_k`, ...; the
+// hosted OpenAI API rejects unknown fields).
+enum class Flavor { generic, vllm, sglang };
+
+// How the exchange wants the upstream request written.
+struct UpstreamOptions {
+    std::string model;        // the backend's served model name (empty: leave as is)
+    Flavor flavor = Flavor::generic;
+    bool stream = false;      // ask the upstream to stream (may differ from the client's wish)
+};
+
+// How a dialect frames a stream on the wire.
+enum class Framing { sse, ndjson };
+
+class Codec {
+public:
+    virtual ~Codec() = default;
+    virtual Dialect dialect() const = 0;
+    virtual Framing framing() const { return Framing::sse; }
+
+    // ---- client side -----------------------------------------------------------------------
+    // Decodes a client's request body. Errors are 400s naming the field.
+    virtual Result<GenerationRequest> decode_request(std::string_view body) const = 0;
+    // Encodes a whole (non-streaming) response body for `req`.
+    virtual void encode_response(const GenerationResult& result, const GenerationRequest& req,
+                                 std::string& out) const = 0;
+    // Appends the wire bytes (zero or more framed events) for one canonical event.
+    virtual void encode_stream_event(const StreamEvent& event, StreamState& state,
+                                     std::string& out) const = 0;
+    // Appends whatever still has to go out at the end of the stream (held finishes, the usage
+    // chunk, the terminator). Idempotent: a second call appends nothing.
+    virtual void encode_stream_end(StreamState& state, std::string& out) const = 0;
+    // A non-streaming error body in this dialect's shape.
+    virtual void encode_error(const Error& error, std::string& out) const = 0;
+    // An in-band error after the stream started, followed by the terminator where the dialect
+    // has one.
+    virtual void encode_stream_error(const Error& error, StreamState& state,
+                                     std::string& out) const = 0;
+
+    // ---- upstream side ---------------------------------------------------------------------
+    // The path to send `req` to on a backend speaking this dialect.
+    virtual std::string_view upstream_path(const GenerationRequest& req) const = 0;
+    // Encodes `req` for a backend speaking this dialect. Errors are 400s saying what cannot be
+    // translated and what would work instead.
+    virtual Result<std::string> encode_request(const GenerationRequest& req,
+                                               const UpstreamOptions& options) const = 0;
+    // Decodes a whole upstream response body.
+    virtual Result<GenerationResult> decode_response(std::string_view body,
+                                                     const GenerationRequest& req) const = 0;
+    // Decodes one upstream stream event (an SSE `data` payload or an NDJSON line) into zero or
+    // more canonical events. Malformed data yields an error event.
+    virtual void decode_stream_event(std::string_view data, StreamState& state,
+                                     std::vector<StreamEvent>& out) const = 0;
+    // Normalises an upstream error response (any envelope, or plain text).
+    virtual Error decode_error(int status, std::string_view body) const;
+};
+
+// Never returns null: every Dialect has a codec.
+const Codec& codec_for(Dialect dialect);
+
+}  // namespace infergate::translators
