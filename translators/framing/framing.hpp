@@ -15,17 +15,23 @@ struct SseEvent {
     std::string data;
 };
 
-// Incremental SSE parser (WHATWG rules that matter to LLM servers): LF, CR and CRLF line ends;
-// `data:` with or without one following space; comment lines (`:` first) and keep-alives
-// ignored; `id:`/`retry:` ignored; an event ends at a blank line; events with no data are
-// dropped. Bytes are buffered up to `max_buffer`; past that `overflowed()` turns true and the
-// stream should be treated as broken.
+// Incremental SSE parser (WHATWG rules that matter to LLM servers): LF, CR and CRLF line ends
+// (also a CRLF split across two feeds); `data:` with or without one following space (only one is
+// stripped); several `data:` lines joined with '\n'; a field line without a colon is a field
+// with an empty value; comment lines (`:` first) and keep-alives ignored; `id:`/`retry:` and
+// unknown fields ignored; an event ends at a blank line; events with no data line are dropped
+// (`data:` alone gives data ""). Whole lines inside one feed are parsed in place; only the
+// unfinished tail is copied. A line longer than `max_buffer`, or an event whose data grows past
+// it, turns `overflowed()` true: the stream should then be treated as broken, and further input
+// is ignored. The rule is stated per line, so the result does not depend on how the bytes were
+// split. Not thread-safe: one scanner per stream.
 class SseScanner {
 public:
     explicit SseScanner(size_t max_buffer = 4 * 1024 * 1024) : max_buffer_(max_buffer) {}
     // Appends every event completed by `bytes` to `out` (which is not cleared).
     void feed(std::string_view bytes, std::vector<SseEvent>& out);
-    // End of input: an event that was not closed by a blank line is still delivered.
+    // End of input: an unterminated last line is still a line, and an event that was not closed
+    // by a blank line is still delivered when it has data. Leaves the scanner empty.
     void finish(std::vector<SseEvent>& out);
     bool overflowed() const { return overflowed_; }
     // True when bytes are buffered that do not yet form a whole event.
@@ -33,6 +39,8 @@ public:
 
 private:
     void take_line(std::string_view line, std::vector<SseEvent>& out);
+    void dispatch(std::vector<SseEvent>& out);
+    void overflow();
     size_t max_buffer_;
     std::string pending_;      // bytes of an unfinished line
     bool skip_lf_ = false;     // the last byte was CR: a following LF belongs to it
@@ -43,7 +51,8 @@ private:
 
 // Incremental splitter for newline-delimited records (NDJSON; also NUL-delimited records as the
 // vLLM legacy server and very old SGLang sent). Blank records are skipped; a trailing CR is
-// removed.
+// removed. A record longer than `max_buffer` turns `overflowed()` true, as for SseScanner.
+// `finish()` delivers a last record that had no delimiter. Not thread-safe: one per stream.
 class RecordScanner {
 public:
     explicit RecordScanner(size_t max_buffer = 4 * 1024 * 1024) : max_buffer_(max_buffer) {}
@@ -53,6 +62,7 @@ public:
     bool has_partial() const { return !pending_.empty(); }
 
 private:
+    void overflow();
     size_t max_buffer_;
     std::string pending_;
     bool overflowed_ = false;

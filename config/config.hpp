@@ -1,0 +1,84 @@
+#pragma once
+// infergate's configuration: parsed once into immutable structs (defaults written in place),
+// unknown keys rejected, every error collected with its YAML path and reported together.
+// Shared read-only between threads as std::shared_ptr<const Config>.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace infergate::config {
+
+// The dialect a backend speaks. `auto_detect` probes its info routes at start-up.
+enum class BackendDialect { auto_detect, openai, sglang };
+std::string_view to_string(BackendDialect d);
+std::optional<BackendDialect> parse_backend_dialect(std::string_view s);
+
+struct Url {
+    bool tls = false;
+    std::string host;
+    uint16_t port = 0;
+    std::string base_path;  // without a trailing slash; "" for the root
+    std::string text() const;
+};
+// Parses http://HOST[:PORT][/base] and https://...; nullopt with `error` set otherwise.
+std::optional<Url> parse_url(std::string_view text, std::string& error);
+
+// Parses HOST:PORT ([::1]:PORT for IPv6; an empty host means 0.0.0.0).
+bool parse_listen(std::string_view text, std::string& host, uint16_t& port, std::string& error);
+
+struct Timeouts {
+    int64_t connect_ms = 5000;
+    // Long prefills and reasoning models: the defaults must not cut them.
+    int64_t first_byte_ms = 600000;
+    int64_t idle_ms = 600000;
+    int64_t total_ms = 0;  // 0 = no limit
+};
+
+struct Backend {
+    std::string name = "default";
+    Url url;
+    BackendDialect dialect = BackendDialect::auto_detect;
+    std::string model;        // served model name; discovered when empty
+    std::string api_key_env;  // environment variable holding the bearer token
+    std::string api_key;      // resolved at load time from api_key_env
+    Timeouts timeouts;
+    int max_idle_connections = 64;  // per thread
+};
+
+struct Alias {
+    std::string name;    // what clients send
+    std::string target;  // the backend's served model name
+};
+
+struct Config {
+    std::string listen_host = "0.0.0.0";
+    uint16_t listen_port = 30000;  // SGLang's default, so old scripts' URLs stay right
+    int threads = 1;
+    uint64_t max_body_bytes = 8 * 1024 * 1024;
+    uint32_t max_header_bytes = 64 * 1024;
+    int64_t client_idle_ms = 120000;  // keep-alive idle between requests
+    int64_t shutdown_grace_ms = 30000;
+    std::vector<Backend> backends;  // the first one serves every request for now
+    std::vector<Alias> aliases;
+    std::string log_level = "info";
+
+    const Backend& backend() const { return backends.front(); }
+};
+
+struct LoadResult {
+    std::shared_ptr<const Config> config;  // null when errors is non-empty
+    std::vector<std::string> errors;       // "backends[0].timeouts.connect_ms: must be > 0"
+};
+
+LoadResult load_yaml_file(const std::string& path);
+LoadResult load_yaml_text(std::string_view text);
+
+// Validates a config built in code (the config-free command line); same error format.
+std::vector<std::string> validate(const Config& config);
+
+}  // namespace infergate::config

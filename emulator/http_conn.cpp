@@ -1,0 +1,176 @@
+#include "emulator/http_conn.hpp"
+
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <ctime>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include "emulator/json_util.hpp"
+
+namespace infergate::emulator {
+namespace {
+
+constexpr auto kNoThrow = net::as_tuple(net::use_awaitable);
+
+// uvicorn sends a date header; formatting it once per second per thread keeps it off the hot path.
+std::string_view http_date() {
+    thread_local std::time_t cached_second = 0;
+    thread_local char cached[40] = {};
+    thread_local std::size_t cached_len = 0;
+    const std::time_t now = std::time(nullptr);
+    if (now != cached_second) {
+        std::tm tm{};
+        gmtime_r(&now, &tm);
+        cached_len = std::strftime(cached, sizeof(cached), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        cached_second = now;
+    }
+    return {cached, cached_len};
+}
+
+}  // namespace
+
+Conn::Conn(tcp::socket socket) : socket_(std::move(socket)), timer_(socket_.get_executor()) {
+    head_.reserve(256);
+}
+
+void Conn::append_head(int status) {
+    head_.clear();
+    head_ += "HTTP/1.1 ";
+    head_ += std::to_string(status);
+    head_ += ' ';
+    head_ += reason_phrase(status);
+    head_ += "\r\ndate: ";
+    head_ += http_date();
+    head_ += "\r\nserver: uvicorn\r\n";
+    if (close_after_) {
+        head_ += "connection: close\r\n";
+    }
+    // Callers add content-length / content-type / transfer-encoding in uvicorn's order.
+}
+
+net::awaitable<bool> Conn::send(int status, std::string_view content_type, std::string_view body) {
+    append_fixed_head(status, content_type, body.size());
+    if (!socket_.is_open()) {
+        co_return false;
+    }
+    // Head and body leave in one gathered write.
+    const std::array<net::const_buffer, 2> buffers = {net::buffer(head_),
+                                                      net::buffer(body.data(), body.size())};
+    auto [error, n] = co_await net::async_write(socket_, buffers, kNoThrow);
+    co_return !error;
+}
+
+net::awaitable<bool> Conn::send_head(int status, std::string_view content_type,
+                                     std::size_t content_length) {
+    append_fixed_head(status, content_type, content_length);
+    co_return co_await write_raw(head_);
+}
+
+void Conn::append_fixed_head(int status, std::string_view content_type,
+                             std::size_t content_length) {
+    append_head(status);
+    head_ += "content-length: ";
+    head_ += std::to_string(content_length);
+    head_ += "\r\n";
+    if (!content_type.empty()) {
+        head_ += "content-type: ";
+        head_ += content_type;
+        head_ += "\r\n";
+    }
+    head_ += "\r\n";
+}
+
+net::awaitable<bool> Conn::begin_stream(std::string_view content_type) {
+    append_head(200);
+    head_ += "content-type: ";
+    head_ += content_type;
+    head_ += "\r\ntransfer-encoding: chunked\r\n\r\n";
+    co_return co_await write_raw(head_);
+}
+
+net::awaitable<bool> Conn::send_chunk(std::string_view payload) {
+    if (payload.empty()) {
+        co_return true;  // an empty chunk would end the stream
+    }
+    std::array<char, 24> prefix{};
+    auto [end, ec] = std::to_chars(prefix.data(), prefix.data() + 16, payload.size(), 16);
+    *end++ = '\r';
+    *end++ = '\n';
+    const std::array<net::const_buffer, 3> buffers = {
+        net::buffer(prefix.data(), static_cast<std::size_t>(end - prefix.data())),
+        net::buffer(payload.data(), payload.size()),
+        net::buffer("\r\n", 2),
+    };
+    auto [error, n] = co_await net::async_write(socket_, buffers, kNoThrow);
+    co_return !error;
+}
+
+net::awaitable<bool> Conn::end_stream() { co_return co_await write_raw("0\r\n\r\n"); }
+
+net::awaitable<bool> Conn::write_raw(std::string_view bytes) {
+    if (!socket_.is_open()) {
+        co_return false;
+    }
+    auto [error, n] =
+        co_await net::async_write(socket_, net::buffer(bytes.data(), bytes.size()), kNoThrow);
+    co_return !error;
+}
+
+void Conn::reset() {
+    boost::system::error_code ec;
+    socket_.set_option(net::socket_base::linger(true, 0), ec);
+    socket_.close(ec);
+}
+
+void Conn::close_clean() {
+    boost::system::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    socket_.close(ec);
+}
+
+net::awaitable<void> Conn::stall() {
+    std::array<char, 1024> scratch{};
+    for (;;) {
+        auto [ec, n] = co_await socket_.async_read_some(net::buffer(scratch), kNoThrow);
+        if (ec) {
+            break;
+        }
+    }
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+}
+
+net::awaitable<void> Conn::drain_and_close() {
+    using namespace net::experimental::awaitable_operators;
+    boost::system::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    auto read_to_eof = [this]() -> net::awaitable<void> {
+        std::array<char, 4096> scratch{};
+        std::size_t total = 0;
+        while (total < (64u << 20)) {
+            auto [error, n] = co_await socket_.async_read_some(net::buffer(scratch), kNoThrow);
+            if (error) {
+                co_return;
+            }
+            total += n;
+        }
+    };
+    timer_.expires_after(std::chrono::seconds(1));
+    co_await (read_to_eof() || timer_.async_wait(net::use_awaitable));
+    socket_.close(ec);
+}
+
+net::awaitable<void> Conn::sleep_ms(std::int64_t ms) {
+    if (ms <= 0) {
+        co_return;
+    }
+    timer_.expires_after(std::chrono::milliseconds(ms));
+    co_await timer_.async_wait(kNoThrow);
+}
+
+}  // namespace infergate::emulator

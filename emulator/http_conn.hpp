@@ -1,0 +1,71 @@
+// One downstream connection's write side: HTTP/1.1 responses written as raw bytes (uvicorn's
+// header layout), chunked SSE with one write per event, and the socket-level faults.
+//
+// A Conn belongs to one session coroutine on one io_context; it is never shared across threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+namespace infergate::emulator {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+inline constexpr std::string_view kJson = "application/json";
+inline constexpr std::string_view kEventStream = "text/event-stream; charset=utf-8";
+inline constexpr std::string_view kPlainText = "text/plain; charset=utf-8";
+
+class Conn {
+public:
+    explicit Conn(tcp::socket socket);
+
+    tcp::socket& socket() { return socket_; }
+    bool is_open() const { return socket_.is_open(); }
+    // Set when the request asked for "Connection: close"; responses then say so too.
+    void set_close_after_response(bool close) { close_after_ = close; }
+    bool close_after_response() const { return close_after_; }
+
+    // A complete response with Content-Length. An empty content_type omits the header (FastAPI's
+    // bare Response(status_code=200) does that).
+    net::awaitable<bool> send(int status, std::string_view content_type, std::string_view body);
+    // Status line and headers only, announcing `content_length` bytes that the caller then
+    // writes (or, for the truncation faults, does not).
+    net::awaitable<bool> send_head(int status, std::string_view content_type,
+                                   std::size_t content_length);
+    // Headers of a chunked stream.
+    net::awaitable<bool> begin_stream(std::string_view content_type);
+    // One chunk = one event = one write, so every event leaves the process immediately.
+    net::awaitable<bool> send_chunk(std::string_view payload);
+    net::awaitable<bool> end_stream();
+    net::awaitable<bool> write_raw(std::string_view bytes);
+
+    // RST: SO_LINGER 0, then close.
+    void reset();
+    // FIN without any terminator.
+    void close_clean();
+    // Keeps the connection open and silent until the peer closes it, then closes it too.
+    net::awaitable<void> stall();
+    // After an early error answer: stop writing, swallow what the peer still sends for up to a
+    // second (closing with unread bytes would turn our FIN into an RST and eat the answer).
+    net::awaitable<void> drain_and_close();
+
+    net::awaitable<void> sleep_ms(std::int64_t ms);
+
+private:
+    void append_head(int status);
+    void append_fixed_head(int status, std::string_view content_type, std::size_t content_length);
+
+    tcp::socket socket_;
+    net::steady_timer timer_;
+    std::string head_;
+    bool close_after_ = false;
+};
+
+}  // namespace infergate::emulator

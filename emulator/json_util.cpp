@@ -1,0 +1,155 @@
+#include "emulator/json_util.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <utility>
+
+#include <rapidjson/error/en.h>
+
+namespace infergate::emulator {
+
+std::string py_float(double value) {
+    if (std::isnan(value)) {
+        return "nan";
+    }
+    if (std::isinf(value)) {
+        return value > 0 ? "inf" : "-inf";
+    }
+    char buf[64];
+    // Python switches to exponent notation outside [1e-4, 1e16).
+    const double mag = std::fabs(value);
+    const bool sci = mag != 0.0 && (mag < 1e-4 || mag >= 1e16);
+    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value,
+                                   sci ? std::chars_format::scientific : std::chars_format::fixed);
+    std::string out(buf, end);
+    if (sci) {
+        return out;  // "1e-05" / "1e+16": C++ and Python agree on the exponent form
+    }
+    if (out.find('.') == std::string::npos) {
+        out += ".0";
+    }
+    return out;
+}
+
+std::string py_number(const rapidjson::Value& v) {
+    if (v.IsInt64()) {
+        return std::to_string(v.GetInt64());
+    }
+    if (v.IsUint64()) {
+        return std::to_string(v.GetUint64());
+    }
+    if (v.IsNumber()) {
+        return py_float(v.GetDouble());
+    }
+    return "?";
+}
+
+bool parse_json(std::string_view body, rapidjson::Document& doc) {
+    doc.Parse<rapidjson::kParseIterativeFlag>(body.data(), body.size());
+    return !doc.HasParseError();
+}
+
+const rapidjson::Value* member(const rapidjson::Value& obj, std::string_view name) {
+    if (!obj.IsObject()) {
+        return nullptr;
+    }
+    auto it = obj.FindMember(rapidjson::Value(
+        rapidjson::StringRef(name.data(), static_cast<rapidjson::SizeType>(name.size()))));
+    if (it == obj.MemberEnd() || it->value.IsNull()) {
+        return nullptr;
+    }
+    return &it->value;
+}
+
+Lookup get_int(const rapidjson::Value& obj, std::string_view name, std::int64_t& out) {
+    const rapidjson::Value* v = member(obj, name);
+    if (v == nullptr) {
+        return Lookup::kAbsent;
+    }
+    if (v->IsInt64()) {
+        out = v->GetInt64();
+        return Lookup::kOk;
+    }
+    // pydantic's lax mode accepts 16.0 for an int field, but not 16.5.
+    if (v->IsDouble() && std::trunc(v->GetDouble()) == v->GetDouble() &&
+        std::fabs(v->GetDouble()) < 9e15) {
+        out = static_cast<std::int64_t>(v->GetDouble());
+        return Lookup::kOk;
+    }
+    return Lookup::kWrongType;
+}
+
+Lookup get_number(const rapidjson::Value& obj, std::string_view name, double& out) {
+    const rapidjson::Value* v = member(obj, name);
+    if (v == nullptr) {
+        return Lookup::kAbsent;
+    }
+    if (!v->IsNumber()) {
+        return Lookup::kWrongType;
+    }
+    out = v->GetDouble();
+    return Lookup::kOk;
+}
+
+Lookup get_bool(const rapidjson::Value& obj, std::string_view name, bool& out) {
+    const rapidjson::Value* v = member(obj, name);
+    if (v == nullptr) {
+        return Lookup::kAbsent;
+    }
+    if (!v->IsBool()) {
+        return Lookup::kWrongType;
+    }
+    out = v->GetBool();
+    return Lookup::kOk;
+}
+
+std::string_view reason_phrase(int status) {
+    static constexpr std::pair<int, std::string_view> kPhrases[] = {
+        {100, "Continue"},
+        {200, "OK"},
+        {400, "Bad Request"},
+        {401, "Unauthorized"},
+        {403, "Forbidden"},
+        {404, "Not Found"},
+        {405, "Method Not Allowed"},
+        {408, "Request Timeout"},
+        {409, "Conflict"},
+        {413, "Request Entity Too Large"},
+        {422, "Unprocessable Entity"},
+        {424, "Failed Dependency"},
+        {429, "Too Many Requests"},
+        {500, "Internal Server Error"},
+        {501, "Not Implemented"},
+        {502, "Bad Gateway"},
+        {503, "Service Unavailable"},
+        {504, "Gateway Timeout"},
+        {529, "Site Overloaded"},
+    };
+    for (const auto& [code, phrase] : kPhrases) {
+        if (code == status) {
+            return phrase;
+        }
+    }
+    if (status < 200) {
+        return "Informational";
+    }
+    if (status < 300) {
+        return "Success";
+    }
+    if (status < 400) {
+        return "Redirection";
+    }
+    return status < 500 ? "Client Error" : "Server Error";
+}
+
+std::string compact_reason(int status) {
+    std::string out;
+    for (char c : reason_phrase(status)) {
+        if (c != ' ') {
+            out.push_back(c);
+        }
+    }
+    return out;
+}
+
+}  // namespace infergate::emulator

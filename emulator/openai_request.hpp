@@ -1,0 +1,44 @@
+// Parsing and validation of /v1/completions and /v1/chat/completions bodies, in the order and
+// with the messages of vLLM's OpenAI server or SGLang's OpenAI layer.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <rapidjson/document.h>
+
+#include "emulator/generator.hpp"
+#include "emulator/options.hpp"
+
+namespace infergate::emulator {
+
+enum class OaiFlavor { kVllm, kSglang };
+
+struct OaiRequest {
+    bool chat = false;
+    std::string model;  // the name the response carries
+    std::vector<PromptKey> prompts;
+    int n = 1;
+    int max_tokens = 16;  // the resolved token budget
+    StopRules stop;
+    bool stream = false;
+    bool include_usage = false;
+    bool continuous_usage = false;
+};
+
+struct OaiError {
+    int status = 400;
+    std::string message;
+    // True for errors FastAPI/pydantic raise before the handler runs (malformed JSON, missing or
+    // mistyped fields): both servers label those "Bad Request" instead of their own type name.
+    bool framework = false;
+};
+
+// Fills `out` from a parsed body; returns the first error the real server would report.
+// `doc_ok` is false when the body was not valid JSON.
+std::optional<OaiError> parse_oai_request(const rapidjson::Document& doc, bool doc_ok, bool chat,
+                                          OaiFlavor flavor, const Options& options,
+                                          OaiRequest& out);
+
+}  // namespace infergate::emulator

@@ -1,0 +1,238 @@
+#include "emulator/options.hpp"
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+namespace infergate::emulator {
+namespace {
+
+constexpr std::string_view kUsage =
+    R"(usage: infergate-emulator [options]
+
+A deterministic LLM inference backend that speaks the sglang or the openai (vLLM-flavoured)
+HTTP dialect byte for byte. See docs/emulator.md.
+
+options:
+  --listen HOST:PORT       address to listen on (default 127.0.0.1:8000; port 0 = ephemeral)
+  --dialect sglang|openai  wire dialect (default openai)
+  --model NAME             served model name (default emulator-model)
+  --max-model-len N        context length reported and enforced (default 4096)
+  --ttft-ms N              delay before the first chunk (default 0)
+  --itl-ms N               delay between chunks (default 0)
+  --tokens-per-chunk N     tokens carried by each stream event (default 1)
+  --eos-after N            emit EOS after N tokens unless ignore_eos (default: never)
+  --fault MODE             status:NNN | reset | reset_midstream | close_midstream | stall |
+                           stall_midstream | garbage | error_event | none
+  --fault-after N          events written before a mid-stream fault (default 2)
+  --threads N              io_contexts, one SO_REUSEPORT listener each (default 1)
+  --quiet                  no per-request log lines on stderr
+  --help                   this text
+
+per-request headers (override the options above):
+  X-Emulator-TTFT-Ms, X-Emulator-ITL-Ms, X-Emulator-Tokens-Per-Chunk, X-Emulator-Eos-After
+  (a number, or "none"), X-Emulator-Fault (a MODE), X-Emulator-Fault-After
+)";
+
+[[noreturn]] void fail(const std::string& message) {
+    std::fprintf(stderr, "infergate-emulator: %s\n(try --help)\n", message.c_str());
+    std::exit(2);
+}
+
+bool parse_int(std::string_view text, int min_value, int& out) {
+    int value = 0;
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(text.data(), end, value);
+    if (ec != std::errc() || ptr != end || value < min_value) {
+        return false;
+    }
+    out = value;
+    return true;
+}
+
+// --eos-after and its header accept "none" so a request can switch off a CLI default.
+bool parse_eos_after(std::string_view text, std::optional<int>& out) {
+    if (text == "none" || text == "-1") {
+        out.reset();
+        return true;
+    }
+    int value = 0;
+    if (!parse_int(text, 0, value)) {
+        return false;
+    }
+    out = value;
+    return true;
+}
+
+void parse_listen(std::string_view text, Options& options) {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) {
+        fail("--listen wants HOST:PORT, got '" + std::string(text) + "'");
+    }
+    std::string_view host = text.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+    }
+    int port = 0;
+    if (host.empty() || !parse_int(text.substr(colon + 1), 0, port) || port > 65535) {
+        fail("--listen wants HOST:PORT, got '" + std::string(text) + "'");
+    }
+    options.host = std::string(host);
+    options.port = static_cast<std::uint16_t>(port);
+}
+
+}  // namespace
+
+std::optional<Fault> parse_fault(std::string_view text) {
+    if (text.empty() || text == "none") {
+        return Fault{};
+    }
+    if (text.starts_with("status:")) {
+        int status = 0;
+        if (!parse_int(text.substr(7), 100, status) || status > 599) {
+            return std::nullopt;
+        }
+        return Fault{FaultKind::kStatus, status};
+    }
+    static constexpr std::pair<std::string_view, FaultKind> kModes[] = {
+        {"reset", FaultKind::kReset},
+        {"reset_midstream", FaultKind::kResetMidstream},
+        {"close_midstream", FaultKind::kCloseMidstream},
+        {"stall", FaultKind::kStall},
+        {"stall_midstream", FaultKind::kStallMidstream},
+        {"garbage", FaultKind::kGarbage},
+        {"error_event", FaultKind::kErrorEvent},
+    };
+    for (const auto& [name, kind] : kModes) {
+        if (text == name) {
+            return Fault{kind, 0};
+        }
+    }
+    return std::nullopt;
+}
+
+Options parse_command_line(int argc, char** argv) {
+    Options options;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "--help" || arg == "-h") {
+            std::fwrite(kUsage.data(), 1, kUsage.size(), stdout);
+            std::exit(0);
+        }
+        if (arg == "--quiet") {
+            options.quiet = true;
+            continue;
+        }
+        // Every other option takes a value, as "--opt value" or "--opt=value".
+        std::string_view name = arg;
+        std::string_view value;
+        if (const auto eq = arg.find('='); eq != std::string_view::npos) {
+            name = arg.substr(0, eq);
+            value = arg.substr(eq + 1);
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            fail("missing value for " + std::string(arg));
+        }
+        auto want_int = [&](int min_value, int& out) {
+            if (!parse_int(value, min_value, out)) {
+                fail("bad value for " + std::string(name) + ": '" + std::string(value) + "'");
+            }
+        };
+        Knobs& k = options.defaults;
+        if (name == "--listen") {
+            parse_listen(value, options);
+        } else if (name == "--dialect") {
+            if (value == "sglang") {
+                options.dialect = Dialect::kSglang;
+            } else if (value == "openai") {
+                options.dialect = Dialect::kOpenai;
+            } else {
+                fail("--dialect must be sglang or openai");
+            }
+        } else if (name == "--model") {
+            if (value.empty()) {
+                fail("--model must not be empty");
+            }
+            options.model = std::string(value);
+        } else if (name == "--max-model-len") {
+            want_int(1, options.max_model_len);
+        } else if (name == "--ttft-ms") {
+            want_int(0, k.ttft_ms);
+        } else if (name == "--itl-ms") {
+            want_int(0, k.itl_ms);
+        } else if (name == "--tokens-per-chunk") {
+            want_int(1, k.tokens_per_chunk);
+        } else if (name == "--eos-after") {
+            if (!parse_eos_after(value, k.eos_after)) {
+                fail("bad value for --eos-after: '" + std::string(value) + "'");
+            }
+        } else if (name == "--fault") {
+            auto fault = parse_fault(value);
+            if (!fault) {
+                fail("unknown --fault mode '" + std::string(value) + "'");
+            }
+            k.fault = *fault;
+        } else if (name == "--fault-after") {
+            want_int(0, k.fault_after);
+        } else if (name == "--threads") {
+            want_int(1, options.threads);
+        } else {
+            fail("unknown option " + std::string(name));
+        }
+    }
+    return options;
+}
+
+bool resolve_knobs(const HttpRequest& req, const Knobs& defaults, Knobs& out, std::string& error) {
+    out = defaults;
+    // Cheap exit for the common case: benchmarks send none of these headers.
+    bool any = false;
+    for (const auto& field : req.base()) {
+        if (field.name_string().size() > 11 &&
+            (field.name_string()[0] == 'X' || field.name_string()[0] == 'x') &&
+            field.name_string()[1] == '-') {
+            any = true;
+            break;
+        }
+    }
+    if (!any) {
+        return true;
+    }
+    auto header = [&](std::string_view name) -> std::optional<std::string_view> {
+        auto it = req.base().find(name);
+        if (it == req.base().end()) {
+            return std::nullopt;
+        }
+        return std::string_view(it->value().data(), it->value().size());
+    };
+    auto int_header = [&](std::string_view name, int min_value, int& target) {
+        if (auto v = header(name); v && !parse_int(*v, min_value, target)) {
+            error = "invalid " + std::string(name) + " header: '" + std::string(*v) + "'";
+            return false;
+        }
+        return true;
+    };
+    if (!int_header("X-Emulator-TTFT-Ms", 0, out.ttft_ms) ||
+        !int_header("X-Emulator-ITL-Ms", 0, out.itl_ms) ||
+        !int_header("X-Emulator-Tokens-Per-Chunk", 1, out.tokens_per_chunk) ||
+        !int_header("X-Emulator-Fault-After", 0, out.fault_after)) {
+        return false;
+    }
+    if (auto v = header("X-Emulator-Eos-After"); v && !parse_eos_after(*v, out.eos_after)) {
+        error = "invalid X-Emulator-Eos-After header: '" + std::string(*v) + "'";
+        return false;
+    }
+    if (auto v = header("X-Emulator-Fault")) {
+        auto fault = parse_fault(*v);
+        if (!fault) {
+            error = "invalid X-Emulator-Fault header: '" + std::string(*v) + "'";
+            return false;
+        }
+        out.fault = *fault;
+    }
+    return true;
+}
+
+}  // namespace infergate::emulator

@@ -1,0 +1,65 @@
+// Command-line options of the emulator and the per-request knobs that headers may override.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+namespace infergate::emulator {
+
+enum class Dialect { kOpenai, kSglang };
+
+enum class FaultKind {
+    kNone,
+    kStatus,          // answer with an HTTP error in the dialect's error shape
+    kReset,           // RST before answering
+    kResetMidstream,  // some events (or half a body), then RST
+    kCloseMidstream,  // some events (or half a body), then a clean FIN without a terminator
+    kStall,           // read the request, never answer
+    kStallMidstream,  // some events (or half a body), then silence
+    kGarbage,         // 200 with bytes that are not JSON
+    kErrorEvent,      // some events, then the dialect's in-band error event and the terminator
+};
+
+struct Fault {
+    FaultKind kind = FaultKind::kNone;
+    int status = 0;  // for kStatus
+};
+
+// Everything a request may tune through X-Emulator-* headers; the CLI gives the defaults.
+struct Knobs {
+    int ttft_ms = 0;
+    int itl_ms = 0;
+    int tokens_per_chunk = 1;
+    std::optional<int> eos_after;  // none: only the token budget (or a stop rule) ends generation
+    Fault fault;
+    int fault_after = 2;  // events (stream) written before a mid-stream fault fires
+};
+
+struct Options {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 8000;
+    Dialect dialect = Dialect::kOpenai;
+    std::string model = "emulator-model";
+    int max_model_len = 4096;
+    int threads = 1;
+    bool quiet = false;
+    Knobs defaults;
+};
+
+// Parses argv. On --help prints usage and exits 0; on a bad option prints the reason and exits 2.
+Options parse_command_line(int argc, char** argv);
+
+// "status:503", "reset", ... Returns nullopt for an unknown mode. "none" (or "") disables.
+std::optional<Fault> parse_fault(std::string_view text);
+
+// Applies X-Emulator-* request headers on top of `defaults`. On a malformed header returns false
+// and names the header in `error`, so a typo in a test fails loudly instead of being ignored.
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+bool resolve_knobs(const HttpRequest& req, const Knobs& defaults, Knobs& out, std::string& error);
+
+}  // namespace infergate::emulator

@@ -1,0 +1,334 @@
+// SGLang's native API (http_server.py): /generate with text / input_ids batches, per-item
+// sampling_params, cumulative-text SSE with meta_info on every event, and the info routes.
+#include <algorithm>
+#include <cmath>
+
+#include "emulator/api.hpp"
+#include "emulator/json_util.hpp"
+#include "emulator/sglang_request.hpp"
+
+namespace infergate::emulator {
+namespace {
+
+using boost::beast::http::verb;
+using rapidjson::Value;
+
+constexpr std::string_view kSglangVersion = "0.5.0-emulator";
+
+// FINISH_LENGTH / FINISH_MATCHED_TOKEN / FINISH_MATCHED_STR as to_json() renders them.
+void write_finish(JsonWriter& w, const Output& o) {
+    w.key("finish_reason");
+    w.StartObject();
+    if (o.finish == Finish::kLength) {
+        w.kv("type", "length");
+        w.kv_int("length", o.budget);
+    } else {
+        w.kv("type", "stop");
+        w.key("matched");
+        if (o.finish == Finish::kStopString) {
+            w.str(o.matched_string);
+        } else {
+            w.Int64(o.matched_token);
+        }
+    }
+    w.EndObject();
+}
+
+// One output dict: {"text","output_ids","meta_info"[, "index"]} after `tokens` tokens.
+void write_item(JsonWriter& w, const ChoiceState& c, int tokens, bool last, bool batch,
+                const Request& req, bool with_sent_ts) {
+    const Output& o = c.out;
+    const std::size_t cum =
+        last ? o.final_len : (tokens > 0 ? o.text_end[static_cast<std::size_t>(tokens - 1)] : 0);
+    w.StartObject();
+    w.kv("text", std::string_view(o.raw_text).substr(0, cum));
+    w.key("output_ids");
+    w.StartArray();
+    for (int k = 0; k < tokens; ++k) {
+        w.Int64(o.token_ids[static_cast<std::size_t>(k)]);
+    }
+    w.EndArray();
+    w.key("meta_info");
+    w.StartObject();
+    w.kv("id", c.id);
+    if (last) {
+        write_finish(w, o);
+    } else {
+        w.kv_null("finish_reason");
+    }
+    w.kv_int("prompt_tokens", c.prompt_tokens);
+    w.kv("weight_version", "default");
+    w.kv_int("total_retractions", 0);
+    w.kv_int("completion_tokens", tokens);
+    w.kv_int("cached_tokens", 0);
+    w.kv_null("cached_tokens_details");
+    w.kv_null("dp_rank");
+    if (last) {
+        // Python's float repr, so 2.5e-05 looks like the real thing and not 0.000025.
+        const std::string latency = py_float(seconds_since(req.received));
+        w.key("e2e_latency");
+        w.RawValue(latency.data(), latency.size(), rapidjson::kNumberType);
+        if (with_sent_ts) {
+            const std::string ts = py_float(
+                std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                    .count());
+            w.key("response_sent_to_client_ts");
+            w.RawValue(ts.data(), ts.size(), rapidjson::kNumberType);
+        }
+    }
+    w.EndObject();
+    if (batch) {
+        w.kv_int("index", c.index);
+    }
+    w.EndObject();
+}
+
+class NativeEncoder final : public EventEncoder {
+public:
+    NativeEncoder(const Request& req, bool batch) : req_(req), batch_(batch) {}
+    void on_step(ChoiceState& c, int tokens, bool last, EventList& out) override {
+        std::string& event = out.next();
+        event = "data: ";
+        JsonWriter w(event);
+        write_item(w, c, tokens, last, batch_, req_, false);
+        event += "\n\n";
+    }
+    void on_end(std::vector<ChoiceState>&, EventList&) override {}
+
+private:
+    const Request& req_;
+    bool batch_;
+};
+
+class NativeErrors final : public ErrorStyle {
+public:
+    std::string_view render_status(int status, std::string_view message,
+                                   std::string& body) const override {
+        if (status == 500) {
+            body = "Internal Server Error";  // what an uncaught exception looks like
+            return kPlainText;
+        }
+        JsonWriter w(body);
+        w.StartObject();
+        if (status == 401) {
+            w.kv("error", "Unauthorized");
+        } else if (status == 400) {
+            w.key("error");
+            w.StartObject();
+            w.kv("message", message);
+            w.EndObject();
+        } else {  // HTTPException handler: flat ErrorResponse, type = str(status_code)
+            w.kv("object", "error");
+            w.kv("message", message);
+            w.kv("type", std::to_string(status));
+            w.kv_null("param");
+            w.kv_int("code", status);
+        }
+        w.EndObject();
+        return kJson;
+    }
+    void render_event(std::string_view message, std::string& event) const override {
+        event = "data: {\"error\":{\"message\":";
+        JsonWriter w(event);
+        w.str(message);
+        event += "}}\n\n";
+    }
+};
+
+const NativeErrors kNativeErrors;
+
+net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& options) {
+    rapidjson::Document doc;
+    const bool doc_ok = parse_json(req.body, doc);
+    bool stream = false;
+    if (doc_ok && get_bool(doc, "stream", stream) == Lookup::kWrongType) {
+        stream = false;
+    }
+    if (req.knobs.fault.kind != FaultKind::kNone &&
+        co_await apply_early_fault(conn, req.knobs, stream, kNativeErrors)) {
+        co_return;
+    }
+    if (!doc_ok || !doc.IsObject()) {
+        std::string body;
+        render_sglang_oai_error(
+            OaiError{400, doc_ok ? "Input should be a valid dictionary" : "JSON decode error",
+                     true},
+            body);
+        co_await conn.send(400, kJson, body);
+        co_return;
+    }
+    std::vector<Prompt> prompts;
+    std::vector<ItemParams> params;
+    bool batch = false;
+    std::string message;
+    const Failure failure = parse_generate(doc, options, prompts, params, batch, message);
+    if (failure == Failure::kTypeError) {
+        if (!stream) {
+            co_await conn.send(500, kPlainText, "Internal Server Error");
+        } else if (co_await conn.begin_stream(kEventStream)) {
+            conn.close_clean();  // the generator raised after the response started
+        }
+        co_return;
+    }
+    if (failure == Failure::kValueError) {
+        std::string body;
+        if (!stream) {
+            const std::string_view type = kNativeErrors.render_status(400, message, body);
+            co_await conn.send(400, type, body);
+        } else {
+            kNativeErrors.render_event(message, body);
+            if (co_await conn.begin_stream(kEventStream) && co_await conn.send_chunk(body) &&
+                co_await conn.send_chunk(kDoneEvent)) {
+                co_await conn.end_stream();
+            }
+        }
+        co_return;
+    }
+
+    const int n = params[0].n;
+    std::vector<ChoiceState> choices;
+    choices.reserve(prompts.size() * static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+        params[i].stop.eos_after = req.knobs.eos_after;
+        for (int j = 0; j < n; ++j) {
+            ChoiceState& c = choices.emplace_back();
+            c.index = static_cast<int>(i) * n + j;
+            c.prompt_tokens = prompts[i].key.tokens;
+            c.out = generate(prompts[i].key.hash, j, params[i].max_new_tokens, params[i].stop);
+            c.id = prompts[i].rid.empty() ? random_hex_id()
+                   : n > 1                ? prompts[i].rid + "_" + std::to_string(j)
+                                          : prompts[i].rid;
+        }
+    }
+    if (stream) {
+        NativeEncoder encoder(req, batch);
+        co_await run_stream(conn, req, choices, encoder, kNativeErrors);
+        co_return;
+    }
+    std::string body;
+    body.reserve(256 + choices.size() * 512);
+    JsonWriter w(body);
+    if (batch) {
+        w.StartArray();
+    }
+    for (const ChoiceState& c : choices) {
+        write_item(w, c, c.out.completion_tokens(), true, false, req, true);
+    }
+    if (batch) {
+        w.EndArray();
+    }
+    co_await send_generated(conn, req.knobs, choices, body, kNativeErrors);
+}
+
+std::string models_body(const Options& options) {
+    std::string body;
+    JsonWriter w(body);
+    w.StartObject();
+    w.kv("object", "list");
+    w.key("data");
+    w.StartArray();
+    w.StartObject();
+    w.kv("id", options.model);
+    w.kv("object", "model");
+    w.kv_int("created", unix_now());
+    w.kv("owned_by", "sglang");
+    w.kv("root", options.model);
+    w.kv_null("parent");
+    w.kv_int("max_model_len", options.max_model_len);
+    w.EndObject();
+    w.EndArray();
+    w.EndObject();
+    return body;
+}
+
+std::string model_info_body(const Options& options) {
+    std::string body;
+    JsonWriter w(body);
+    w.StartObject();
+    w.kv("model_path", options.model);
+    w.kv("tokenizer_path", options.model);
+    w.kv_bool("is_generation", true);
+    w.kv_null("preferred_sampling_params");
+    w.kv("weight_version", "default");
+    w.EndObject();
+    return body;
+}
+
+std::string server_info_body(const Options& options) {
+    std::string body;
+    JsonWriter w(body);
+    w.StartObject();
+    w.kv("model_path", options.model);
+    w.kv("tokenizer_path", options.model);
+    w.kv("served_model_name", options.model);
+    w.kv("host", options.host);
+    w.kv_int("port", options.port);
+    w.kv_int("context_length", options.max_model_len);
+    w.kv_int("tp_size", 1);
+    w.kv_int("dp_size", 1);
+    w.kv_int("stream_interval", 1);
+    w.kv_bool("incremental_streaming_output", false);
+    w.kv_bool("skip_tokenizer_init", false);
+    w.kv_bool("enable_cache_report", false);
+    w.kv_null("api_key");
+    w.key("internal_states");
+    w.StartArray();
+    w.StartObject();
+    w.kv_int("last_gen_throughput", 0);
+    w.EndObject();
+    w.EndArray();
+    w.kv("version", kSglangVersion);
+    w.EndObject();
+    return body;
+}
+
+}  // namespace
+
+net::awaitable<void> route_sglang(Request& req, Conn& conn, const Options& options) {
+    const std::string_view path = req.path;
+    const bool get = req.method == verb::get;
+    const bool post = req.method == verb::post;
+    if (path == "/generate") {
+        if (post || req.method == verb::put) {
+            co_await handle_generate(req, conn, options);
+        } else {
+            co_await send_method_not_allowed(conn);
+        }
+        co_return;
+    }
+    if (path == "/v1/completions" || path == "/v1/chat/completions") {
+        if (post) {
+            co_await handle_oai_generation(req, conn, options, OaiFlavor::kSglang,
+                                           path == "/v1/chat/completions");
+        } else {
+            co_await send_method_not_allowed(conn);
+        }
+        co_return;
+    }
+    // The remaining routes are cheap: decide the answer, then send it once.
+    bool allowed = get;
+    std::string body;
+    std::string_view type = kJson;
+    if (path == "/health" || path == "/health_generate") {
+        type = "";  // FastAPI Response(status_code=200): empty, no content-type
+    } else if (path == "/get_model_info") {
+        body = model_info_body(options);
+    } else if (path == "/get_server_info") {
+        body = server_info_body(options);
+    } else if (path == "/v1/models") {
+        body = models_body(options);
+    } else if (path == "/abort_request") {
+        allowed = post;
+        type = "";
+    } else {
+        co_await send_not_found(conn);
+        co_return;
+    }
+    if (!allowed) {
+        co_await send_method_not_allowed(conn);
+        co_return;
+    }
+    co_await conn.send(200, type, body);
+}
+
+}  // namespace infergate::emulator

@@ -1,0 +1,304 @@
+// SGLang's OpenAI layer (serving_completions.py / serving_chat.py): plain model_dump_json() of
+// its pydantic models, so unset fields appear as null; ids are the engine's request ids;
+// matched_stop carries what stopped a choice; chat streams end every choice with a separate
+// empty-delta chunk. Deltas are cut from the engine's cumulative text the way SGLang does it.
+#include <optional>
+
+#include "emulator/api.hpp"
+#include "emulator/json_util.hpp"
+
+namespace infergate::emulator {
+namespace {
+
+void write_matched_stop(JsonWriter& w, const Output& out) {
+    w.key("matched_stop");
+    switch (out.finish) {
+        case Finish::kStopString:
+            w.str(out.matched_string);
+            break;
+        case Finish::kEos:
+        case Finish::kStopToken:
+            w.Int64(out.matched_token);
+            break;
+        default:
+            w.Null();  // {"type":"length"} has no "matched"
+            break;
+    }
+}
+
+// SGLang's UsageInfo: prompt_tokens, total_tokens, completion_tokens, prompt_tokens_details,
+// reasoning_tokens. exclude_none drops the details but keeps reasoning_tokens (0, not None).
+void write_usage(JsonWriter& w, int prompt, int completion, bool with_details) {
+    w.key("usage");
+    w.StartObject();
+    w.kv_int("prompt_tokens", prompt);
+    w.kv_int("total_tokens", prompt + completion);
+    w.kv_int("completion_tokens", completion);
+    if (with_details) {
+        w.kv_null("prompt_tokens_details");
+    }
+    w.kv_int("reasoning_tokens", 0);
+    w.EndObject();
+}
+
+// The cumulative text the engine reports after `tokens` tokens: everything decoded so far,
+// trimmed only once the choice finished (SGLang does not hold back partial stop strings).
+std::size_t cumulative_len(const Output& o, int tokens, bool last) {
+    if (last) {
+        return o.final_len;
+    }
+    return tokens > 0 ? o.text_end[static_cast<std::size_t>(tokens - 1)] : 0;
+}
+
+class SglangOaiEncoder final : public EventEncoder {
+public:
+    explicit SglangOaiEncoder(const OaiContext& ctx) : ctx_(ctx) {}
+
+    void on_step(ChoiceState& c, int tokens, bool last, EventList& out) override {
+        last_id_ = &c.id;
+        const Output& o = c.out;
+        const std::size_t cum = cumulative_len(o, tokens, last);
+        // delta = text[len(previous):], which is empty when the final trimmed text got shorter.
+        std::string_view delta;
+        if (cum > c.text_sent) {
+            delta = std::string_view(o.raw_text).substr(c.text_sent, cum - c.text_sent);
+        }
+        if (ctx_.req.chat) {
+            chat_step(c, tokens, last, delta, out);
+            // stream_buffers[index] = stream_buffer + delta: it only ever grows.
+            c.text_sent += delta.size();
+        } else {
+            completion_step(c, tokens, last, delta, out);
+            c.text_sent = cum;  // stream_offsets[index] = len(content["text"])
+        }
+    }
+
+    void on_end(std::vector<ChoiceState>& choices, EventList& out) override {
+        if (ctx_.req.chat) {
+            // One empty-delta chunk per choice, in the order the choices finished.
+            for (const ChoiceState* c : finish_order_) {
+                std::string& event = begin(out);
+                JsonWriter w(event);
+                open_chunk(w, *last_id_);
+                w.StartObject();
+                w.kv_int("index", c->index);
+                write_delta(w, nullptr, {});
+                w.kv_null("logprobs");
+                w.kv("finish_reason", finish_reason_name(c->out));
+                write_matched_stop(w, c->out);
+                w.EndObject();
+                close_chunk(w, nullptr, 0, event);
+            }
+        }
+        if (!ctx_.req.include_usage) {
+            return;
+        }
+        std::string& event = begin(out);
+        JsonWriter w(event);
+        open_chunk(w, last_id_ != nullptr ? *last_id_ : ctx_.id);
+        w.EndArray();
+        // Chat dumps the usage chunk in full; completions use exclude_none.
+        write_usage(w, ctx_.prompt_tokens, ctx_.completion_tokens, ctx_.req.chat);
+        w.EndObject();
+        event += "\n\n";
+    }
+
+private:
+    void completion_step(const ChoiceState& c, int tokens, bool last, std::string_view delta,
+                         EventList& out) {
+        std::string& event = begin(out);
+        JsonWriter w(event);
+        open_chunk(w, c.id);
+        w.StartObject();
+        w.kv_int("index", c.index);
+        w.kv("text", delta);
+        w.kv_null("logprobs");
+        if (last) {
+            w.kv("finish_reason", finish_reason_name(c.out));
+            write_matched_stop(w, c.out);
+        } else {
+            w.kv_null("finish_reason");
+            w.kv_null("matched_stop");
+        }
+        w.EndObject();
+        close_chunk(w, &c, tokens, event);
+    }
+
+    void chat_step(ChoiceState& c, int tokens, bool last, std::string_view delta, EventList& out) {
+        if (c.tokens_sent == 0) {  // the first event of this choice: the role chunk
+            std::string& event = begin(out);
+            JsonWriter w(event);
+            open_chunk(w, c.id);
+            w.StartObject();
+            w.kv_int("index", c.index);
+            write_delta(w, "assistant", "");
+            w.kv_null("logprobs");
+            w.kv_null("finish_reason");
+            w.kv_null("matched_stop");
+            w.EndObject();
+            w.EndArray();
+            w.kv_null("usage");  // the role chunk never carries usage
+            w.EndObject();
+            event += "\n\n";
+        }
+        if (!delta.empty()) {
+            std::string& event = begin(out);
+            JsonWriter w(event);
+            open_chunk(w, c.id);
+            w.StartObject();
+            w.kv_int("index", c.index);
+            write_delta(w, nullptr, delta);
+            w.kv_null("logprobs");
+            w.kv_null("finish_reason");
+            w.kv_null("matched_stop");
+            w.EndObject();
+            close_chunk(w, &c, tokens, event);
+        }
+        if (last) {
+            finish_order_.push_back(&c);
+        }
+    }
+
+    // DeltaMessage dumps every field; content is null only in the finish chunk.
+    static void write_delta(JsonWriter& w, const char* role, std::optional<std::string_view> text) {
+        w.key("delta");
+        w.StartObject();
+        w.key("role");
+        if (role != nullptr) {
+            w.String(role);
+        } else {
+            w.Null();
+        }
+        w.key("content");
+        if (text) {
+            w.str(*text);
+        } else {
+            w.Null();
+        }
+        w.kv_null("reasoning_content");
+        w.kv_null("tool_calls");
+        w.EndObject();
+    }
+
+    static std::string& begin(EventList& out) {
+        std::string& event = out.next();
+        event = "data: ";
+        return event;
+    }
+
+    void open_chunk(JsonWriter& w, const std::string& id) const {
+        w.StartObject();
+        w.kv("id", id);
+        w.kv("object", ctx_.req.chat ? "chat.completion.chunk" : "text_completion");
+        w.kv_int("created", ctx_.created);
+        w.kv("model", ctx_.req.model);
+        w.key("choices");
+        w.StartArray();
+    }
+
+    void close_chunk(JsonWriter& w, const ChoiceState* c, int tokens, std::string& event) const {
+        w.EndArray();
+        if (c != nullptr && ctx_.req.continuous_usage) {
+            write_usage(w, c->prompt_tokens, tokens, true);
+        } else {
+            w.kv_null("usage");
+        }
+        w.EndObject();
+        event += "\n\n";
+    }
+
+    const OaiContext& ctx_;
+    const std::string* last_id_ = nullptr;
+    std::vector<const ChoiceState*> finish_order_;
+};
+
+class SglangOaiErrors final : public ErrorStyle {
+public:
+    std::string_view render_status(int status, std::string_view message,
+                                   std::string& body) const override {
+        render_sglang_oai_error(OaiError{status, std::string(message), false}, body);
+        return kJson;
+    }
+    void render_event(std::string_view message, std::string& event) const override {
+        render_sglang_oai_error_event(OaiError{500, std::string(message), false}, event);
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<EventEncoder> make_sglang_oai_encoder(const OaiContext& ctx) {
+    return std::make_unique<SglangOaiEncoder>(ctx);
+}
+
+void render_sglang_oai_response(const OaiContext& ctx, const std::vector<ChoiceState>& choices,
+                                std::string& body) {
+    const bool chat = ctx.req.chat;
+    JsonWriter w(body);
+    w.StartObject();
+    w.kv("id", ctx.id);
+    w.kv("object", chat ? "chat.completion" : "text_completion");
+    w.kv_int("created", ctx.created);
+    w.kv("model", ctx.req.model);
+    w.key("choices");
+    w.StartArray();
+    for (const ChoiceState& c : choices) {
+        w.StartObject();
+        w.kv_int("index", c.index);
+        if (chat) {
+            w.key("message");
+            w.StartObject();
+            w.kv("role", "assistant");
+            w.kv("content", c.out.final_text());
+            w.kv_null("reasoning_content");
+            w.kv_null("tool_calls");
+            w.EndObject();
+        } else {
+            w.kv("text", c.out.final_text());
+        }
+        w.kv_null("logprobs");
+        w.kv("finish_reason", finish_reason_name(c.out));
+        write_matched_stop(w, c.out);
+        w.EndObject();
+    }
+    w.EndArray();
+    write_usage(w, ctx.prompt_tokens, ctx.completion_tokens, true);
+    w.kv_null("metadata");
+    w.EndObject();
+}
+
+void render_sglang_oai_error(const OaiError& error, std::string& body) {
+    JsonWriter w(body);
+    w.StartObject();
+    if (error.status == 401) {
+        w.kv("error", "Unauthorized");
+        w.EndObject();
+        return;
+    }
+    w.kv("object", "error");
+    w.kv("message", error.message);
+    w.kv("type",
+         error.framework ? std::string(reason_phrase(error.status)) : compact_reason(error.status));
+    w.kv_null("param");
+    w.kv_int("code", error.status);
+    w.EndObject();
+}
+
+void render_sglang_oai_error_event(const OaiError& error, std::string& event) {
+    // create_streaming_error_response: json.dumps({"error": ErrorResponse.model_dump()}).
+    event = "data: {\"error\": {\"object\": \"error\", \"message\": ";
+    JsonWriter w(event);
+    w.str(error.message);
+    event += ", \"type\": \"";
+    event +=
+        error.framework ? std::string(reason_phrase(error.status)) : compact_reason(error.status);
+    event += "\", \"param\": null, \"code\": ";
+    event += std::to_string(error.status);
+    event += "}}\n\n";
+}
+
+const ErrorStyle& sglang_oai_errors() {
+    static const SglangOaiErrors errors;
+    return errors;
+}
+
+}  // namespace infergate::emulator

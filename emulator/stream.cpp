@@ -1,0 +1,199 @@
+#include "emulator/stream.hpp"
+
+#include <algorithm>
+
+namespace infergate::emulator {
+namespace {
+
+constexpr std::string_view kFaultMessage = "emulated fault (X-Emulator-Fault)";
+
+// Deliberately invalid: a JSON-looking prefix, raw control bytes and bytes that are not UTF-8.
+constexpr std::string_view kGarbageBody = "{\"choices\": [<<garbage \x01\x02\xff\xfe not json";
+constexpr std::string_view kGarbageEvents[] = {
+    "data: {\"text\": \" the\", <<garbage\xff\xfe\n\n",
+    "data: \x01\x02 not json at all }}]]\n\n",
+};
+
+bool is_midstream(FaultKind kind) {
+    return kind == FaultKind::kResetMidstream || kind == FaultKind::kCloseMidstream ||
+           kind == FaultKind::kStallMidstream || kind == FaultKind::kErrorEvent;
+}
+
+int steps_for(const Output& out, int tokens_per_chunk) {
+    const int tokens = out.completion_tokens();
+    return std::max(1, (tokens + tokens_per_chunk - 1) / tokens_per_chunk);
+}
+
+// The connection-level half of the mid-stream faults.
+net::awaitable<void> break_connection(Conn& conn, FaultKind kind) {
+    switch (kind) {
+        case FaultKind::kResetMidstream:
+            conn.reset();
+            break;
+        case FaultKind::kCloseMidstream:
+            conn.close_clean();
+            break;
+        case FaultKind::kStallMidstream:
+            co_await conn.stall();
+            break;
+        default:
+            break;
+    }
+}
+
+}  // namespace
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+net::awaitable<bool> apply_early_fault(Conn& conn, const Knobs& knobs, bool stream,
+                                       const ErrorStyle& errors) {
+    switch (knobs.fault.kind) {
+        case FaultKind::kStatus: {
+            std::string body;
+            const std::string_view type =
+                errors.render_status(knobs.fault.status, kFaultMessage, body);
+            co_await conn.send(knobs.fault.status, type, body);
+            co_return true;
+        }
+        case FaultKind::kReset:
+            conn.reset();
+            co_return true;
+        case FaultKind::kStall:
+            co_await conn.stall();
+            co_return true;
+        case FaultKind::kGarbage:
+            if (!stream) {
+                co_await conn.send(200, kJson, kGarbageBody);
+                co_return true;
+            }
+            if (co_await conn.begin_stream(kEventStream)) {
+                for (std::string_view event : kGarbageEvents) {
+                    co_await conn.send_chunk(event);
+                }
+                co_await conn.send_chunk(kDoneEvent);
+                co_await conn.end_stream();
+            }
+            co_return true;
+        default:
+            co_return false;
+    }
+}
+
+net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<ChoiceState>& choices,
+                                EventEncoder& encoder, const ErrorStyle& errors) {
+    const Knobs& knobs = req.knobs;
+    // Headers go out at once, like StreamingResponse; the first event waits for TTFT.
+    if (!co_await conn.begin_stream(kEventStream)) {
+        co_return;
+    }
+    const FaultKind fault = is_midstream(knobs.fault.kind) ? knobs.fault.kind : FaultKind::kNone;
+    int written = 0;
+    EventList local;
+    EventList& events = req.events != nullptr ? *req.events : local;
+
+    // Fires the pending mid-stream fault.
+    auto fire = [&]() -> net::awaitable<void> {
+        if (fault == FaultKind::kErrorEvent) {
+            std::string& event = events.next();
+            errors.render_event(kFaultMessage, event);
+            if (co_await conn.send_chunk(event) && co_await conn.send_chunk(kDoneEvent)) {
+                co_await conn.end_stream();
+            }
+        } else {
+            co_await break_connection(conn, fault);
+        }
+    };
+
+    auto all_finished = [&choices] {
+        return std::all_of(choices.begin(), choices.end(),
+                           [](const ChoiceState& c) { return c.finished; });
+    };
+    co_await conn.sleep_ms(knobs.ttft_ms);
+    for (bool first = true; !all_finished(); first = false) {
+        if (!first) {
+            co_await conn.sleep_ms(knobs.itl_ms);
+        }
+        // One engine step: every unfinished choice advances by tokens_per_chunk tokens.
+        events.clear();
+        if (first) {
+            encoder.on_start(choices, events);
+        }
+        for (ChoiceState& c : choices) {
+            if (c.finished) {
+                continue;
+            }
+            const int total = c.out.completion_tokens();
+            const int upto = std::min(total, c.tokens_sent + knobs.tokens_per_chunk);
+            const bool last = upto == total;
+            encoder.on_step(c, upto, last, events);
+            c.tokens_sent = upto;
+            c.finished = last;
+        }
+        for (std::size_t i = 0; i < events.size(); ++i) {
+            if (fault != FaultKind::kNone && written >= knobs.fault_after) {
+                co_await fire();
+                co_return;
+            }
+            if (!co_await conn.send_chunk(events[i])) {
+                conn.reset();  // the client went away; nothing more to say
+                co_return;
+            }
+            ++written;
+        }
+    }
+    // A fault that was asked for always fires, at the latest before the trailer.
+    if (fault != FaultKind::kNone) {
+        events.clear();
+        co_await fire();
+        co_return;
+    }
+    events.clear();
+    encoder.on_end(choices, events);
+    for (std::size_t i = 0; i < events.size(); ++i) {
+        if (!co_await conn.send_chunk(events[i])) {
+            conn.reset();
+            co_return;
+        }
+    }
+    if (!co_await conn.send_chunk(kDoneEvent) || !co_await conn.end_stream()) {
+        conn.reset();
+    }
+}
+
+net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
+                                    const std::vector<ChoiceState>& choices, std::string_view body,
+                                    const ErrorStyle& errors) {
+    int steps = 1;
+    for (const ChoiceState& c : choices) {
+        steps = std::max(steps, steps_for(c.out, knobs.tokens_per_chunk));
+    }
+    co_await conn.sleep_ms(static_cast<std::int64_t>(knobs.ttft_ms) +
+                           static_cast<std::int64_t>(knobs.itl_ms) * (steps - 1));
+    const FaultKind kind = knobs.fault.kind;
+    if (kind == FaultKind::kErrorEvent) {
+        // A non-stream answer has no events; the nearest equivalent is a 500 in the dialect's
+        // shape.
+        std::string error_body;
+        const std::string_view type = errors.render_status(500, kFaultMessage, error_body);
+        co_await conn.send(500, type, error_body);
+        co_return;
+    }
+    if (is_midstream(kind)) {
+        // Announce the whole body, deliver half of it.
+        const bool sent = co_await conn.send_head(200, kJson, body.size()) &&
+                          co_await conn.write_raw(body.substr(0, body.size() / 2));
+        if (sent) {
+            co_await break_connection(conn, kind);
+        } else {
+            conn.reset();
+        }
+        co_return;
+    }
+    if (!co_await conn.send(200, kJson, body)) {
+        conn.reset();
+    }
+}
+
+}  // namespace infergate::emulator

@@ -1,0 +1,109 @@
+// The dialect-neutral part of answering a generation: pacing (TTFT, ITL, tokens per chunk),
+// the stream loop and every fault. Dialects plug in an EventEncoder and an ErrorStyle.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/http/verb.hpp>
+
+#include "emulator/generator.hpp"
+#include "emulator/http_conn.hpp"
+#include "emulator/options.hpp"
+
+namespace infergate::emulator {
+
+class EventList;
+
+// One parsed HTTP request as the API handlers see it.
+struct Request {
+    boost::beast::http::verb method = boost::beast::http::verb::unknown;
+    std::string_view path;
+    std::string_view body;
+    Knobs knobs;
+    std::chrono::steady_clock::time_point received;
+    // Per-connection scratch for stream events, reused across requests (set by the session).
+    EventList* events = nullptr;
+};
+
+// One output sequence of a request and how much of it is already on the wire.
+struct ChoiceState {
+    int index = 0;          // wire index: prompt_i * n + j
+    int prompt_tokens = 0;  // of the prompt this choice continues
+    std::string id;         // per-choice id where the dialect has one (SGLang items)
+    Output out;
+    int tokens_sent = 0;
+    std::size_t text_sent = 0;  // bytes of text already streamed (delta dialects)
+    bool finished = false;
+};
+
+// A reusable list of complete SSE events ("data: ...\n\n"); each is written as one chunk.
+class EventList {
+public:
+    std::string& next() {
+        if (size_ == items_.size()) {
+            items_.emplace_back().reserve(512);
+        }
+        std::string& s = items_[size_++];
+        s.clear();
+        return s;
+    }
+    void clear() { size_ = 0; }
+    std::size_t size() const { return size_; }
+    const std::string& operator[](std::size_t i) const { return items_[i]; }
+
+private:
+    std::vector<std::string> items_;
+    std::size_t size_ = 0;
+};
+
+class EventEncoder {
+public:
+    virtual ~EventEncoder() = default;
+    // Once, right before the first step (after TTFT): e.g. vLLM's role chunks for every choice.
+    virtual void on_start(std::vector<ChoiceState>& choices, EventList& out) {}
+    // `choice` advanced from choice.tokens_sent to `tokens`; `last` when it just finished.
+    // Called before tokens_sent is updated, so the encoder sees both ends of the step.
+    virtual void on_step(ChoiceState& choice, int tokens, bool last, EventList& out) = 0;
+    // After every choice finished: finish chunks, usage chunk. Not the [DONE] terminator.
+    virtual void on_end(std::vector<ChoiceState>& choices, EventList& out) = 0;
+};
+
+class ErrorStyle {
+public:
+    virtual ~ErrorStyle() = default;
+    // Writes an HTTP error body for `status` into `body`; returns its content type.
+    virtual std::string_view render_status(int status, std::string_view message,
+                                           std::string& body) const = 0;
+    // Writes one complete in-band error event.
+    virtual void render_event(std::string_view message, std::string& event) const = 0;
+};
+
+inline constexpr std::string_view kDoneEvent = "data: [DONE]\n\n";
+
+// Guards memory: a request may ask for at most this many tokens over all its choices.
+inline constexpr std::int64_t kMaxTotalTokens = std::int64_t{1} << 24;
+
+// Faults that act before any generation: status, reset, stall, garbage. Returns true if one
+// answered (or swallowed) the request.
+net::awaitable<bool> apply_early_fault(Conn& conn, const Knobs& knobs, bool stream,
+                                       const ErrorStyle& errors);
+
+// Streams `choices` through `encoder`, paced by req.knobs, with mid-stream faults.
+net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<ChoiceState>& choices,
+                                EventEncoder& encoder, const ErrorStyle& errors);
+
+// Sends a complete non-stream body after the time the generation would have taken, applying the
+// truncation faults (half the body under a full Content-Length).
+net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
+                                    const std::vector<ChoiceState>& choices, std::string_view body,
+                                    const ErrorStyle& errors);
+
+// Seconds since the request arrived, for SGLang's e2e_latency.
+double seconds_since(std::chrono::steady_clock::time_point start);
+
+}  // namespace infergate::emulator

@@ -1,0 +1,517 @@
+#include "proxy/exchange.hpp"
+
+#include "proxy/exchange_detail.hpp"
+#include "proxy/log.hpp"
+#include "proxy/upstream_pool.hpp"
+#include "proxy/worker.hpp"
+#include "translators/canonical/json.hpp"
+#include "translators/framing/framing.hpp"
+
+namespace infergate {
+
+namespace {
+
+// Replaces "model":"<from>" by "model":"<to>" in compact JSON (the alias on the way back).
+void replace_model(std::string& data, const std::string& from, const std::string& to) {
+    const std::string needle = "\"model\":\"" + from + "\"";
+    const size_t pos = data.find(needle);
+    if (pos != std::string::npos) {
+        data.replace(pos, needle.size(), "\"model\":\"" + to + "\"");
+    }
+}
+
+}  // namespace
+
+std::string_view to_string(Outcome o) {
+    switch (o) {
+        case Outcome::ok: return "ok";
+        case Outcome::client_disconnect: return "client_disconnect";
+        case Outcome::upstream_error: return "upstream_error";
+        case Outcome::inband_error: return "inband_error";
+        case Outcome::truncated: return "truncated";
+        case Outcome::timeout: return "timeout";
+        case Outcome::rejected: return "rejected";
+    }
+    return "ok";
+}
+
+Exchange::Exchange(Worker& worker, beast::tcp_stream& client,
+                   http::request<http::string_body> request, const std::string& peer)
+    : worker_(worker),
+      client_(client),
+      request_(std::move(request)),
+      peer_(peer),
+      received_(std::chrono::steady_clock::now()) {
+    keep_alive_ = request_.keep_alive();
+    chunked_ = request_.version() >= 11;
+    const auto rid = request_["X-Request-Id"];
+    request_id_ = !rid.empty() && rid.size() <= 128 ? std::string(rid) : worker_.random_hex(32);
+}
+
+Exchange::~Exchange() {
+    if (watch_) {
+        watch_->active = false;
+        watch_->conn = nullptr;
+        beast::error_code ec;
+        client_.socket().cancel(ec);  // ends the pending wait; nothing else is pending now
+    }
+    if (upstream_ && upstream_->conn) {
+        upstream_->conn->close();
+    }
+}
+
+net::awaitable<bool> Exchange::run() {
+    const Route route = match_route(request_.method_string(), request_.target());
+    switch (route.kind) {
+        case Route::Kind::generate: co_return co_await generate(route.dialect);
+        case Route::Kind::models: co_return co_await models({});
+        case Route::Kind::model: co_return co_await models(route.model_id);
+        case Route::Kind::health: co_return co_await health(false);
+        case Route::Kind::health_generate: co_return co_await health(true);
+        case Route::Kind::model_info: co_return co_await model_info(false);
+        case Route::Kind::server_info: co_return co_await model_info(true);
+        case Route::Kind::method_not_allowed: {
+            outcome_ = Outcome::rejected;
+            canonical::Error e;
+            e.status = 405;
+            e.message = "method " + std::string(request_.method_string()) + " is not allowed on " +
+                        std::string(request_.target()) + "; allowed: " + std::string(route.allow);
+            co_return co_await send_openai_error(e);
+        }
+        case Route::Kind::not_found: break;
+    }
+    outcome_ = Outcome::rejected;
+    canonical::Error e;
+    e.status = 404;
+    e.type = "not_found_error";
+    e.message = "no route " + std::string(request_.method_string()) + " " +
+                std::string(request_.target().substr(0, 200)) +
+                "; infergate serves: " + route_list();
+    co_return co_await send_openai_error(e);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generation
+// ---------------------------------------------------------------------------------------------
+
+std::string Exchange::upstream_model(const canonical::GenerationRequest& req) const {
+    for (const auto& a : worker_.config().aliases) {
+        if (a.name == req.model) {
+            return a.target;
+        }
+    }
+    return req.model.empty() ? worker_.backend().served_model : req.model;
+}
+
+std::string Exchange::client_model(const canonical::GenerationRequest& req) const {
+    return req.model.empty() ? worker_.backend().served_model : req.model;
+}
+
+net::awaitable<bool> Exchange::generate(canonical::Dialect dialect) {
+    const translators::Codec& front = translators::codec_for(dialect);
+    auto decoded = front.decode_request(request_.body());
+    if (!decoded) {
+        outcome_ = Outcome::rejected;
+        co_return co_await send_error(front, decoded.error());
+    }
+    canonical::GenerationRequest& req = decoded.value();
+    const BackendInfo& info = worker_.backend();
+    if (!info.ready) {
+        outcome_ = Outcome::upstream_error;
+        canonical::Error e;
+        e.status = 503;
+        e.type = "service_unavailable";
+        e.message = "the backend at " + worker_.pool().backend().url.text() +
+                    " is not ready yet (" + info.detail + "); retry shortly";
+        co_return co_await send_error(front, e);
+    }
+    // Chat goes to a chat route on every backend (SGLang serves one through its OpenAI layer):
+    // rendering a chat template in the proxy would need the model's own template.
+    canonical::Dialect back_dialect = canonical::Dialect::openai_chat;
+    if (req.kind == canonical::RequestKind::completion) {
+        back_dialect = info.dialect == config::BackendDialect::sglang
+                           ? canonical::Dialect::sglang
+                           : canonical::Dialect::openai_completions;
+    }
+    const translators::Codec& back = translators::codec_for(back_dialect);
+    const bool same = back_dialect == dialect;
+    if (req.request_ids.empty() && dialect == canonical::Dialect::sglang && !same) {
+        // SGLang clients read meta_info.id; give every choice one.
+        const size_t count = std::max<size_t>(1, req.prompts.size()) *
+                             static_cast<size_t>(std::max(1, req.sampling.n));
+        for (size_t i = 0; i < count; ++i) {
+            req.request_ids.push_back(worker_.random_hex(32));
+        }
+    }
+    start_watch();
+    if (req.stream) {
+        co_return co_await relay_stream(front, back, req, same);
+    }
+    // SGLang clients read per-item token counts; an OpenAI backend reports those for a batch
+    // or n > 1 only per streamed chunk, so such a request is streamed upstream and gathered.
+    const bool gather = dialect == canonical::Dialect::sglang && !same &&
+                        (req.prompt_is_list || req.sampling.n > 1);
+    co_return co_await relay_whole(front, back, req, same, gather);
+}
+
+namespace {
+
+// The body to send upstream on the same-dialect fast path: the client's own bytes, with only the
+// model name changed when it must be.
+std::string fast_path_body(std::string& client_body, const canonical::GenerationRequest& req,
+                           const std::string& model) {
+    if (req.dialect == canonical::Dialect::sglang || model == req.model) {
+        return std::move(client_body);
+    }
+    json::Document doc;
+    if (json::parse(client_body, doc)) {
+        return std::move(client_body);
+    }
+    auto it = doc.FindMember("model");
+    if (it != doc.MemberEnd()) {
+        it->value.SetString(model.data(), static_cast<rapidjson::SizeType>(model.size()),
+                            doc.GetAllocator());
+    } else {
+        doc.AddMember("model",
+                      json::Value(model.data(), static_cast<rapidjson::SizeType>(model.size()),
+                                  doc.GetAllocator()),
+                      doc.GetAllocator());
+    }
+    return json::to_string(doc);
+}
+
+void apply_to_result(const canonical::StreamEvent& ev, canonical::GenerationResult& result) {
+    if (ev.type == canonical::StreamEvent::Type::usage) {
+        result.usage = ev.usage;
+        return;
+    }
+    if (ev.type != canonical::StreamEvent::Type::chunk) {
+        return;
+    }
+    if (static_cast<size_t>(ev.index) >= result.choices.size()) {
+        const size_t old = result.choices.size();
+        result.choices.resize(static_cast<size_t>(ev.index) + 1);
+        for (size_t i = old; i < result.choices.size(); ++i) {
+            result.choices[i].index = static_cast<int>(i);
+        }
+    }
+    canonical::Choice& c = result.choices[static_cast<size_t>(ev.index)];
+    c.text += ev.text;
+    if (ev.finish) {
+        c.finish = *ev.finish;
+    }
+    if (ev.usage.completion_tokens) {
+        c.usage.completion_tokens = ev.usage.completion_tokens;
+    }
+    if (ev.usage.prompt_tokens) {
+        c.usage.prompt_tokens = ev.usage.prompt_tokens;
+    }
+    if (ev.usage.cached_tokens) {
+        c.usage.cached_tokens = ev.usage.cached_tokens;
+    }
+}
+
+}  // namespace
+
+net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
+                                           const translators::Codec& back,
+                                           const canonical::GenerationRequest& req,
+                                           bool same_dialect, bool upstream_streams) {
+    const std::string model = upstream_model(req);
+    std::string body;
+    if (same_dialect) {
+        body = fast_path_body(request_.body(), req, model);
+    } else {
+        auto encoded = back.encode_request(
+            req, translators::UpstreamOptions{model, worker_.backend().flavor, upstream_streams});
+        if (!encoded) {
+            outcome_ = Outcome::rejected;
+            co_return co_await send_error(front, encoded.error());
+        }
+        body = std::move(encoded.value());
+    }
+    const std::string target = worker_.pool().backend().url.base_path + std::string(back.upstream_path(req));
+    if (!co_await call_upstream(http::verb::post, target, std::move(body), upstream_streams)) {
+        if (watch_->client_gone) {
+            co_return false;
+        }
+        co_return co_await send_error(front, error_);
+    }
+    std::string response;
+    const int status = upstream_->status();
+    if (status < 200 || status >= 300 || !upstream_streams) {
+        if (auto ec = co_await read_upstream_body(response)) {
+            finish_upstream(false);
+            if (watch_->client_gone) {
+                co_return false;
+            }
+            co_return co_await send_error(front, upstream_failure(ec, "reading the response"));
+        }
+        finish_upstream(true);
+        if (status < 200 || status >= 300) {
+            outcome_ = Outcome::upstream_error;
+            canonical::Error e = back.decode_error(status, response);
+            e.status = status;
+            co_return co_await send_error(front, e);
+        }
+        if (same_dialect) {
+            if (model != client_model(req)) {
+                replace_model(response, model, client_model(req));
+            }
+            const std::string_view ctype = upstream_->header(http::field::content_type);
+            co_return co_await send(http::status::ok, std::move(response),
+                                    ctype.empty() ? "application/json" : ctype);
+        }
+        auto result = back.decode_response(response, req);
+        if (!result) {
+            outcome_ = Outcome::upstream_error;
+            co_return co_await send_error(front, result.error());
+        }
+        canonical::GenerationResult& r = result.value();
+        r.model = client_model(req);
+        r.created = std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::system_clock::now().time_since_epoch()).count();
+        for (size_t i = 0; i < r.choices.size() && i < req.request_ids.size(); ++i) {
+            r.choices[i].id = req.request_ids[i];
+        }
+        if (r.id.empty() || front.dialect() != back.dialect()) {
+            r.id = (front.dialect() == canonical::Dialect::openai_chat ? "chatcmpl-" : "cmpl-") +
+                   worker_.random_hex(32);
+        }
+        std::string out;
+        front.encode_response(r, req, out);
+        co_return co_await send(http::status::ok, std::move(out));
+    }
+
+    // Gather a stream into one result (see generate()).
+    framing::SseScanner scanner;
+    std::vector<framing::SseEvent> events;
+    std::vector<canonical::StreamEvent> decoded;
+    canonical::StreamState state;
+    state.n = req.sampling.n;
+    canonical::GenerationResult result;
+    bool done = false;
+    for (;;) {
+        std::string_view bytes;
+        if (auto ec = co_await read_upstream_some(bytes)) {
+            finish_upstream(false);
+            if (watch_->client_gone) {
+                co_return false;
+            }
+            co_return co_await send_error(front, upstream_failure(ec, "reading the stream"));
+        }
+        events.clear();
+        if (bytes.empty()) {
+            scanner.finish(events);
+        } else {
+            scanner.feed(bytes, events);
+        }
+        for (const auto& ev : events) {
+            decoded.clear();
+            back.decode_stream_event(ev.data, state, decoded);
+            for (const auto& d : decoded) {
+                if (d.type == canonical::StreamEvent::Type::error) {
+                    finish_upstream(false);
+                    outcome_ = Outcome::inband_error;
+                    co_return co_await send_error(front, d.error);
+                }
+                done = done || d.type == canonical::StreamEvent::Type::done;
+                apply_to_result(d, result);
+            }
+        }
+        if (bytes.empty()) {
+            break;
+        }
+    }
+    finish_upstream(true);
+    if (!done) {
+        outcome_ = Outcome::truncated;
+        canonical::Error e;
+        e.status = 502;
+        e.type = "upstream_error";
+        e.message = "the backend ended its stream before the terminator; the answer is incomplete";
+        co_return co_await send_error(front, e);
+    }
+    if (!result.usage.completion_tokens) {
+        state.choices.clear();
+        for (const auto& c : result.choices) {
+            auto& s = state.choice(c.index);
+            s.completion_tokens = c.usage.completion_tokens.value_or(0);
+            s.prompt_tokens = c.usage.prompt_tokens;
+            s.cached_tokens = c.usage.cached_tokens;
+        }
+        result.usage = state.aggregate_usage();
+    }
+    result.model = client_model(req);
+    for (size_t i = 0; i < result.choices.size() && i < req.request_ids.size(); ++i) {
+        result.choices[i].id = req.request_ids[i];
+    }
+    std::string out;
+    front.encode_response(result, req, out);
+    co_return co_await send(http::status::ok, std::move(out));
+}
+
+net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
+                                            const translators::Codec& back,
+                                            const canonical::GenerationRequest& req,
+                                            bool same_dialect) {
+    const std::string model = upstream_model(req);
+    const std::string shown_model = client_model(req);
+    std::string body;
+    if (same_dialect) {
+        body = fast_path_body(request_.body(), req, model);
+    } else {
+        auto encoded = back.encode_request(
+            req, translators::UpstreamOptions{model, worker_.backend().flavor, true});
+        if (!encoded) {
+            outcome_ = Outcome::rejected;
+            co_return co_await send_error(front, encoded.error());
+        }
+        body = std::move(encoded.value());
+    }
+    const std::string target = worker_.pool().backend().url.base_path + std::string(back.upstream_path(req));
+    if (!co_await call_upstream(http::verb::post, target, std::move(body), true)) {
+        if (watch_->client_gone) {
+            co_return false;
+        }
+        co_return co_await send_error(front, error_);
+    }
+    const int status = upstream_->status();
+    if (status < 200 || status >= 300) {
+        // Before the first byte an error is still a real HTTP error.
+        std::string response;
+        const auto ec = co_await read_upstream_body(response);
+        finish_upstream(!ec);
+        if (watch_->client_gone) {
+            co_return false;
+        }
+        outcome_ = Outcome::upstream_error;
+        canonical::Error e = back.decode_error(status, response);
+        e.status = status;
+        co_return co_await send_error(front, e);
+    }
+    if (!co_await start_stream("text/event-stream")) {
+        co_return false;
+    }
+
+    canonical::StreamState dec;
+    dec.n = req.sampling.n;
+    canonical::StreamState enc;
+    enc.id = (front.dialect() == canonical::Dialect::openai_chat ? "chatcmpl-" : "cmpl-") +
+             worker_.random_hex(32);
+    enc.model = shown_model;
+    enc.created = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch()).count();
+    enc.n = req.sampling.n;
+    enc.batch = req.prompt_is_list || req.sampling.n > 1;
+    enc.include_usage = req.include_usage;
+    enc.continuous_usage = req.continuous_usage;
+    enc.max_tokens = req.sampling.max_tokens;
+    enc.request_ids = req.request_ids;
+
+    framing::SseScanner scanner;
+    std::vector<framing::SseEvent> events;
+    std::vector<canonical::StreamEvent> decoded;
+    std::string out;
+    bool done = false;
+    bool message_complete = false;
+    std::optional<canonical::Error> failure;
+    while (!done) {
+        std::string_view bytes;
+        if (auto ec = co_await read_upstream_some(bytes)) {
+            if (watch_->client_gone) {
+                outcome_ = Outcome::client_disconnect;
+                co_return false;
+            }
+            failure = upstream_failure(ec, "streaming");
+            if (outcome_ != Outcome::timeout) {
+                outcome_ = Outcome::truncated;
+            }
+            break;
+        }
+        events.clear();
+        if (bytes.empty()) {
+            message_complete = true;
+            scanner.finish(events);
+        } else {
+            scanner.feed(bytes, events);
+            if (scanner.overflowed()) {
+                failure = canonical::Error{502, "the backend sent a stream event larger than 4 MiB",
+                                           "upstream_error", "", ""};
+                outcome_ = Outcome::upstream_error;
+                break;
+            }
+        }
+        out.clear();
+        for (auto& ev : events) {
+            if (same_dialect) {
+                done = done || ev.data == "[DONE]";
+                if (model != shown_model) {
+                    replace_model(ev.data, model, shown_model);
+                }
+                framing::write_sse_data(ev.data, out);
+                continue;
+            }
+            decoded.clear();
+            back.decode_stream_event(ev.data, dec, decoded);
+            for (const auto& d : decoded) {
+                if (d.type == canonical::StreamEvent::Type::done) {
+                    done = true;
+                } else if (d.type == canonical::StreamEvent::Type::error) {
+                    front.encode_stream_error(d.error, enc, out);
+                    outcome_ = Outcome::inband_error;
+                    done = true;
+                } else {
+                    front.encode_stream_event(d, enc, out);
+                }
+            }
+        }
+        if (!out.empty() && !co_await write_stream(out)) {
+            co_return false;
+        }
+        if (message_complete) {
+            break;
+        }
+    }
+    if (!done && !failure) {
+        failure = canonical::Error{502,
+                                   "the backend closed the stream before it finished; the output "
+                                   "above is incomplete",
+                                   "upstream_error", "", ""};
+        outcome_ = Outcome::truncated;
+    }
+    out.clear();
+    if (failure) {
+        front.encode_stream_error(*failure, enc, out);
+    } else if (!same_dialect) {
+        front.encode_stream_end(enc, out);
+    }
+    if (!out.empty() && !co_await write_stream(out)) {
+        co_return false;
+    }
+    if (!co_await end_stream()) {
+        co_return false;
+    }
+    // Drain what is left of the upstream message (the chunked terminator) so the connection can
+    // be reused; a backend that does not finish promptly loses its connection instead.
+    if (!failure && !message_complete && upstream_ && upstream_->conn) {
+        upstream_->deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        std::string_view rest;
+        bool clean = true;
+        for (int i = 0; i < 8; ++i) {
+            if (co_await read_upstream_some(rest)) {
+                clean = false;
+                break;
+            }
+            if (rest.empty()) {
+                break;
+            }
+        }
+        finish_upstream(clean && upstream_->parser->is_done());
+    } else {
+        finish_upstream(!failure && message_complete);
+    }
+    co_return keep_alive_;
+}
+
+}  // namespace infergate

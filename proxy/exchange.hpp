@@ -1,0 +1,98 @@
+#pragma once
+// One request/response exchange: route, decode, call the backend, relay or translate the answer,
+// finish. Lives on one worker thread, inside its session's coroutine.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "proxy/net.hpp"
+#include "proxy/router.hpp"
+#include "translators/codec.hpp"
+
+namespace infergate {
+
+class Worker;
+class UpstreamConnection;
+
+// How an exchange ended (the metrics and the access log use it).
+enum class Outcome { ok, client_disconnect, upstream_error, inband_error, truncated, timeout, rejected };
+std::string_view to_string(Outcome o);
+
+class Exchange {
+public:
+    Exchange(Worker& worker, beast::tcp_stream& client, http::request<http::string_body> request,
+             const std::string& peer);
+    ~Exchange();
+    Exchange(const Exchange&) = delete;
+    Exchange& operator=(const Exchange&) = delete;
+
+    // Returns true when the client connection may serve another request.
+    net::awaitable<bool> run();
+
+private:
+    struct Upstream;  // one call to the backend, in flight
+    struct Watch;     // notices a client that goes away while the backend works
+
+    // ---- routes ---------------------------------------------------------------------------
+    net::awaitable<bool> generate(canonical::Dialect dialect);
+    net::awaitable<bool> models(std::string_view id);
+    net::awaitable<bool> health(bool generate);
+    net::awaitable<bool> model_info(bool server_info);
+
+    // ---- generation paths -----------------------------------------------------------------
+    net::awaitable<bool> relay_whole(const translators::Codec& front,
+                                     const translators::Codec& back,
+                                     const canonical::GenerationRequest& req, bool same_dialect,
+                                     bool upstream_streams);
+    net::awaitable<bool> relay_stream(const translators::Codec& front,
+                                      const translators::Codec& back,
+                                      const canonical::GenerationRequest& req, bool same_dialect);
+
+    // ---- backend --------------------------------------------------------------------------
+    // Sends the request and reads the response header. On failure returns false with the error
+    // already mapped (502/504) into `error_`.
+    net::awaitable<bool> call_upstream(http::verb verb, std::string target, std::string body,
+                                       bool stream);
+    // Reads the rest of the upstream body into `out` (bounded).
+    net::awaitable<beast::error_code> read_upstream_body(std::string& out);
+    // Reads the next piece of the upstream body; empty view at the end of the message.
+    net::awaitable<beast::error_code> read_upstream_some(std::string_view& out);
+    void finish_upstream(bool reusable);
+    std::chrono::milliseconds op_timeout(int64_t configured_ms) const;
+    void start_watch();
+    canonical::Error upstream_failure(beast::error_code ec, std::string_view stage);
+
+    // ---- responses ------------------------------------------------------------------------
+    net::awaitable<bool> send(http::status status, std::string body,
+                              std::string_view content_type = "application/json");
+    net::awaitable<bool> send_error(const translators::Codec& codec, const canonical::Error& e);
+    net::awaitable<bool> send_openai_error(const canonical::Error& e);
+    net::awaitable<bool> start_stream(std::string_view content_type);
+    net::awaitable<bool> write_stream(std::string_view bytes);
+    net::awaitable<bool> end_stream();
+    void set_common_headers(http::fields& h, std::string_view content_type) const;
+
+    std::string client_model(const canonical::GenerationRequest& req) const;
+    std::string upstream_model(const canonical::GenerationRequest& req) const;
+
+    Worker& worker_;
+    beast::tcp_stream& client_;
+    http::request<http::string_body> request_;
+    const std::string& peer_;
+    std::string request_id_;
+    bool keep_alive_ = true;
+    bool chunked_ = true;  // false for HTTP/1.0 clients: the stream ends with the connection
+
+    std::unique_ptr<Upstream> upstream_;
+    std::shared_ptr<Watch> watch_;
+
+    canonical::Error error_;  // the last upstream failure, mapped to a client-facing error
+    Outcome outcome_ = Outcome::ok;
+    int status_ = 200;
+    std::chrono::steady_clock::time_point received_;
+};
+
+}  // namespace infergate

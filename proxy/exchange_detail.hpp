@@ -1,0 +1,32 @@
+#pragma once
+// Exchange's private parts, shared by exchange.cpp and exchange_io.cpp only.
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "proxy/exchange.hpp"
+#include "proxy/upstream_pool.hpp"
+
+namespace infergate {
+
+inline constexpr size_t kUpstreamReadBuffer = 16 * 1024;
+
+struct Exchange::Upstream {
+    std::unique_ptr<UpstreamConnection> conn;
+    std::optional<http::response_parser<http::buffer_body>> parser;
+    std::array<char, kUpstreamReadBuffer> buf;
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+
+    int status() const { return parser->get().result_int(); }
+    std::string_view header(http::field f) const { return parser->get()[f]; }
+};
+
+struct Exchange::Watch {
+    bool active = true;
+    bool client_gone = false;
+    UpstreamConnection* conn = nullptr;
+};
+
+}  // namespace infergate

@@ -1,0 +1,344 @@
+// Exchange: the backend call and the client-side writes (the generation logic is in
+// exchange.cpp, the info routes in exchange_info.cpp).
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+
+#include "proxy/exchange_detail.hpp"
+#include "proxy/log.hpp"
+#include "proxy/upstream_pool.hpp"
+#include "proxy/worker.hpp"
+
+namespace infergate {
+
+namespace {
+
+constexpr size_t kMaxUpstreamBody = 64 * 1024 * 1024;
+
+bool forwardable(http::field f) {
+    switch (f) {
+        case http::field::connection:
+        case http::field::keep_alive:
+        case http::field::proxy_authenticate:
+        case http::field::proxy_authorization:
+        case http::field::te:
+        case http::field::trailer:
+        case http::field::transfer_encoding:
+        case http::field::upgrade:
+        case http::field::host:
+        case http::field::content_length:
+        case http::field::content_type:
+        case http::field::accept:
+        case http::field::accept_encoding:  // the proxy must be able to read what comes back
+        case http::field::expect:
+            return false;
+        default:
+            return true;
+    }
+}
+
+// A stale keep-alive connection fails like this before any response byte.
+bool stale_connection(const beast::error_code& ec) {
+    return ec == http::error::end_of_stream || ec == net::error::eof ||
+           ec == net::error::connection_reset || ec == net::error::broken_pipe ||
+           ec == net::error::connection_aborted;
+}
+
+}  // namespace
+
+std::chrono::milliseconds Exchange::op_timeout(int64_t configured_ms) const {
+    auto t = std::chrono::milliseconds(configured_ms);
+    if (upstream_ && upstream_->deadline) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            *upstream_->deadline - std::chrono::steady_clock::now());
+        t = std::min(t, std::max(left, std::chrono::milliseconds(1)));
+    }
+    return t;
+}
+
+void Exchange::start_watch() {
+    watch_ = std::make_shared<Watch>();
+    auto& socket = client_.socket();
+    socket.async_wait(tcp::socket::wait_read, [w = watch_, &socket](beast::error_code ec) {
+        if (ec || !w->active) {
+            return;
+        }
+        // Readable while a request is in flight: either the next pipelined request (leave it
+        // for the session) or the client went away.
+        char c = 0;
+        const ssize_t r = ::recv(socket.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            w->client_gone = true;
+            if (w->conn != nullptr) {
+                w->conn->close();  // the backend stops generating for nobody
+            }
+        }
+    });
+}
+
+canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_view stage) {
+    const config::Backend& b = worker_.pool().backend();
+    canonical::Error e;
+    e.status = 502;
+    e.type = "upstream_error";
+    const std::string where = "the backend at " + b.url.text();
+    if (ec == beast::error::timeout) {
+        e.status = 504;
+        e.type = "timeout";
+        outcome_ = Outcome::timeout;
+        e.message = where + " did not answer in time while " + std::string(stage) +
+                    " (see backends[].timeouts in the config)";
+        return e;
+    }
+    outcome_ = Outcome::upstream_error;
+    if (ec == net::error::connection_refused) {
+        e.message = where + " refused the connection; is the inference server running?";
+    } else if (ec == net::error::host_not_found || ec == net::error::host_not_found_try_again) {
+        e.message = "cannot resolve the backend host '" + b.url.host + "'";
+    } else if (stale_connection(ec)) {
+        e.message = where + " closed the connection while " + std::string(stage);
+    } else if (ec.category() == net::error::get_ssl_category()) {
+        e.message = "TLS with " + b.url.text() + " failed while " + std::string(stage) + ": " +
+                    ec.message();
+    } else {
+        e.message = where + " failed while " + std::string(stage) + ": " + ec.message();
+    }
+    return e;
+}
+
+net::awaitable<bool> Exchange::call_upstream(http::verb verb, std::string target, std::string body,
+                                             bool stream) {
+    const config::Backend& b = worker_.pool().backend();
+    http::request<http::string_body> req{verb, target.empty() ? "/" : target, 11};
+    for (const auto& f : request_) {
+        if (forwardable(f.name())) {
+            req.insert(f.name_string(), f.value());
+        }
+    }
+    req.set(http::field::host, b.url.host + ":" + std::to_string(b.url.port));
+    req.set("X-Request-Id", request_id_);
+    if (!b.api_key.empty()) {
+        req.set(http::field::authorization, "Bearer " + b.api_key);
+    }
+    req.set(http::field::accept, stream ? "text/event-stream" : "application/json");
+    if (verb == http::verb::post) {
+        req.set(http::field::content_type, "application/json");
+        req.body() = std::move(body);
+    }
+    req.keep_alive(true);
+    req.prepare_payload();
+
+    upstream_ = std::make_unique<Upstream>();
+    if (b.timeouts.total_ms > 0) {
+        upstream_->deadline = received_ + std::chrono::milliseconds(b.timeouts.total_ms);
+    }
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        beast::error_code ec;
+        bool reused = false;
+        upstream_->conn = co_await worker_.pool().acquire(ec, reused);
+        if (ec) {
+            error_ = upstream_failure(ec, "connecting");
+            co_return false;
+        }
+        if (watch_) {
+            if (watch_->client_gone) {
+                upstream_->conn->close();
+                co_return false;
+            }
+            watch_->conn = upstream_->conn.get();
+        }
+        UpstreamConnection& conn = *upstream_->conn;
+        conn.expires_after(op_timeout(b.timeouts.idle_ms));
+        auto [wec, wn] = co_await conn.visit(
+            [&](auto& s) { return http::async_write(s, req, use_nothrow); });
+        std::string_view stage = "sending the request";
+        if (!wec) {
+            upstream_->parser.emplace();
+            upstream_->parser->header_limit(64 * 1024);
+            upstream_->parser->body_limit(boost::none);
+            conn.expires_after(op_timeout(b.timeouts.first_byte_ms));
+            auto [hec, hn] = co_await conn.visit([&](auto& s) {
+                return http::async_read_header(s, conn.buffer(), *upstream_->parser, use_nothrow);
+            });
+            if (!hec) {
+                ++conn.uses;
+                co_return true;
+            }
+            wec = hec;
+            stage = "waiting for the response";
+        }
+        conn.close();
+        if (watch_ && watch_->client_gone) {
+            co_return false;
+        }
+        if (reused && attempt == 0 && stale_connection(wec)) {
+            continue;  // the backend closed an idle pooled connection: one fresh try
+        }
+        error_ = upstream_failure(wec, stage);
+        co_return false;
+    }
+    co_return false;
+}
+
+net::awaitable<beast::error_code> Exchange::read_upstream_some(std::string_view& out) {
+    out = {};
+    auto& parser = *upstream_->parser;
+    UpstreamConnection& conn = *upstream_->conn;
+    const config::Backend& b = worker_.pool().backend();
+    while (!parser.is_done()) {
+        parser.get().body().data = upstream_->buf.data();
+        parser.get().body().size = upstream_->buf.size();
+        conn.expires_after(op_timeout(b.timeouts.idle_ms));
+        auto [ec, n] = co_await conn.visit([&](auto& s) {
+            return http::async_read_some(s, conn.buffer(), parser, use_nothrow);
+        });
+        if (ec == http::error::need_buffer) {
+            ec = {};
+        }
+        if (ec) {
+            co_return ec;
+        }
+        const size_t got = upstream_->buf.size() - parser.get().body().size;
+        if (got > 0) {
+            out = std::string_view(upstream_->buf.data(), got);
+            co_return beast::error_code{};
+        }
+    }
+    co_return beast::error_code{};
+}
+
+net::awaitable<beast::error_code> Exchange::read_upstream_body(std::string& out) {
+    for (;;) {
+        std::string_view piece;
+        if (auto ec = co_await read_upstream_some(piece)) {
+            co_return ec;
+        }
+        if (piece.empty()) {
+            co_return beast::error_code{};
+        }
+        if (out.size() + piece.size() > kMaxUpstreamBody) {
+            co_return beast::error_code(http::error::body_limit);
+        }
+        out.append(piece);
+    }
+}
+
+void Exchange::finish_upstream(bool reusable) {
+    if (watch_) {
+        watch_->conn = nullptr;
+    }
+    if (!upstream_ || !upstream_->conn) {
+        return;
+    }
+    if (reusable && upstream_->parser && upstream_->parser->is_done() &&
+        upstream_->parser->keep_alive()) {
+        worker_.pool().release(std::move(upstream_->conn));
+    } else {
+        upstream_->conn->close();
+        upstream_->conn.reset();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client side
+// ---------------------------------------------------------------------------------------------
+
+void Exchange::set_common_headers(http::fields& h, std::string_view content_type) const {
+    h.set(http::field::server, "infergate");
+    h.set(http::field::content_type, content_type);
+    h.set("X-Request-Id", request_id_);
+}
+
+net::awaitable<bool> Exchange::send(http::status status, std::string body,
+                                    std::string_view content_type) {
+    status_ = static_cast<int>(status);
+    http::response<http::string_body> res{status, request_.version()};
+    set_common_headers(res, content_type);
+    res.keep_alive(keep_alive_ && !worker_.stopping());
+    if (request_.method() != http::verb::head) {
+        res.body() = std::move(body);
+    }
+    res.prepare_payload();
+    client_.expires_after(std::chrono::milliseconds(worker_.config().client_idle_ms));
+    auto [ec, n] = co_await http::async_write(client_, res, use_nothrow);
+    client_.expires_never();
+    if (ec) {
+        outcome_ = Outcome::client_disconnect;
+        co_return false;
+    }
+    co_return res.keep_alive();
+}
+
+net::awaitable<bool> Exchange::send_error(const translators::Codec& codec,
+                                          const canonical::Error& e) {
+    std::string body;
+    codec.encode_error(e, body);
+    const int status = e.status >= 400 && e.status <= 599 ? e.status : 502;
+    co_return co_await send(static_cast<http::status>(status), std::move(body));
+}
+
+net::awaitable<bool> Exchange::send_openai_error(const canonical::Error& e) {
+    co_return co_await send_error(translators::codec_for(canonical::Dialect::openai_chat), e);
+}
+
+net::awaitable<bool> Exchange::start_stream(std::string_view content_type) {
+    status_ = 200;
+    http::response<http::empty_body> res{http::status::ok, request_.version()};
+    set_common_headers(res, content_type);
+    res.set(http::field::cache_control, "no-cache");
+    res.set("X-Accel-Buffering", "no");
+    if (chunked_) {
+        res.chunked(true);
+        res.keep_alive(keep_alive_);
+    } else {
+        keep_alive_ = false;  // HTTP/1.0: the end of the stream is the end of the connection
+        res.keep_alive(false);
+    }
+    http::response_serializer<http::empty_body> sr{res};
+    client_.expires_after(std::chrono::milliseconds(worker_.config().client_idle_ms));
+    auto [ec, n] = co_await http::async_write_header(client_, sr, use_nothrow);
+    if (ec) {
+        outcome_ = Outcome::client_disconnect;
+        co_return false;
+    }
+    co_return true;
+}
+
+net::awaitable<bool> Exchange::write_stream(std::string_view bytes) {
+    client_.expires_after(std::chrono::milliseconds(worker_.config().client_idle_ms));
+    beast::error_code ec;
+    if (chunked_) {
+        auto [wec, n] = co_await net::async_write(
+            client_, http::make_chunk(net::const_buffer(bytes.data(), bytes.size())), use_nothrow);
+        ec = wec;
+    } else {
+        auto [wec, n] = co_await net::async_write(
+            client_, net::const_buffer(bytes.data(), bytes.size()), use_nothrow);
+        ec = wec;
+    }
+    if (ec) {
+        outcome_ = Outcome::client_disconnect;
+        if (upstream_ && upstream_->conn) {
+            upstream_->conn->close();  // stop the generation nobody will read
+        }
+        co_return false;
+    }
+    co_return true;
+}
+
+net::awaitable<bool> Exchange::end_stream() {
+    if (!chunked_) {
+        co_return true;
+    }
+    client_.expires_after(std::chrono::milliseconds(worker_.config().client_idle_ms));
+    auto [ec, n] = co_await net::async_write(client_, http::make_chunk_last(), use_nothrow);
+    client_.expires_never();
+    if (ec) {
+        outcome_ = Outcome::client_disconnect;
+        co_return false;
+    }
+    co_return true;
+}
+
+}  // namespace infergate

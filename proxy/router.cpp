@@ -1,0 +1,93 @@
+#include "proxy/router.hpp"
+
+#include <array>
+
+namespace infergate {
+
+namespace {
+
+struct Entry {
+    std::string_view path;
+    std::string_view methods;  // the Allow header value
+    Route::Kind kind;
+    canonical::Dialect dialect = canonical::Dialect::openai_completions;
+};
+
+constexpr std::array kRoutes = {
+    Entry{"/generate", "POST, PUT", Route::Kind::generate, canonical::Dialect::sglang},
+    Entry{"/v1/completions", "POST", Route::Kind::generate,
+          canonical::Dialect::openai_completions},
+    Entry{"/v1/chat/completions", "POST", Route::Kind::generate, canonical::Dialect::openai_chat},
+    Entry{"/v1/models", "GET", Route::Kind::models},
+    Entry{"/health", "GET, HEAD", Route::Kind::health},
+    Entry{"/health_generate", "GET, HEAD", Route::Kind::health_generate},
+    Entry{"/get_model_info", "GET", Route::Kind::model_info},
+    Entry{"/get_server_info", "GET", Route::Kind::server_info},
+};
+
+bool method_listed(std::string_view methods, std::string_view method) {
+    size_t pos = 0;
+    while (pos < methods.size()) {
+        size_t end = methods.find(',', pos);
+        if (end == std::string_view::npos) {
+            end = methods.size();
+        }
+        std::string_view m = methods.substr(pos, end - pos);
+        while (!m.empty() && m.front() == ' ') {
+            m.remove_prefix(1);
+        }
+        if (m == method) {
+            return true;
+        }
+        pos = end + 1;
+    }
+    return false;
+}
+
+}  // namespace
+
+Route match_route(std::string_view method, std::string_view target) {
+    std::string_view path = target.substr(0, target.find('?'));
+    if (path.size() > 1 && path.back() == '/') {
+        path.remove_suffix(1);  // "/generate/" is "/generate"
+    }
+    Route route;
+    for (const Entry& e : kRoutes) {
+        if (path != e.path) {
+            continue;
+        }
+        if (!method_listed(e.methods, method)) {
+            route.kind = Route::Kind::method_not_allowed;
+            route.allow = e.methods;
+            return route;
+        }
+        route.kind = e.kind;
+        route.dialect = e.dialect;
+        return route;
+    }
+    constexpr std::string_view kModelPrefix = "/v1/models/";
+    if (path.starts_with(kModelPrefix) && path.size() > kModelPrefix.size()) {
+        if (method != "GET") {
+            route.kind = Route::Kind::method_not_allowed;
+            route.allow = "GET";
+            return route;
+        }
+        route.kind = Route::Kind::model;
+        // Model ids may contain '/' (org/name), so everything after the prefix is the id.
+        route.model_id = path.substr(kModelPrefix.size());
+        return route;
+    }
+    return route;
+}
+
+std::string route_list() {
+    std::string out;
+    for (const Entry& e : kRoutes) {
+        out += out.empty() ? "" : ", ";
+        out += std::string(e.methods.substr(0, e.methods.find(','))) + " " + std::string(e.path);
+    }
+    out += ", GET /v1/models/{model}";
+    return out;
+}
+
+}  // namespace infergate

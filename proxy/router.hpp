@@ -1,0 +1,35 @@
+#pragma once
+// Maps a request's method and path to what infergate does with it. Stateless; built once.
+
+#include <string>
+#include <string_view>
+
+#include "translators/canonical/types.hpp"
+
+namespace infergate {
+
+struct Route {
+    enum class Kind {
+        generate,         // a generation in `dialect`
+        models,           // GET /v1/models
+        model,            // GET /v1/models/{id}
+        health,           // GET /health
+        health_generate,  // GET /health_generate
+        model_info,       // GET /get_model_info
+        server_info,      // GET /get_server_info
+        not_found,
+        method_not_allowed,
+    };
+    Kind kind = Kind::not_found;
+    canonical::Dialect dialect = canonical::Dialect::openai_completions;
+    std::string_view model_id;  // Kind::model: the {id} part (a view into the target)
+    std::string_view allow;     // Kind::method_not_allowed: the Allow header value
+};
+
+// `method` as in the request line; `target` may carry a query string, which is ignored.
+Route match_route(std::string_view method, std::string_view target);
+
+// "GET /health, POST /generate, ...": for the 404 message.
+std::string route_list();
+
+}  // namespace infergate

@@ -1,0 +1,169 @@
+#include "proxy/server.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <thread>
+
+#include <boost/asio/signal_set.hpp>
+
+#include "proxy/backend_probe.hpp"
+#include "proxy/listener.hpp"
+#include "proxy/log.hpp"
+#include "proxy/worker.hpp"
+
+namespace infergate {
+
+Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move(config)) {
+    tls_.set_default_verify_paths();
+    tls_.set_verify_mode(net::ssl::verify_peer);
+    for (int i = 0; i < config_->threads; ++i) {
+        workers_.push_back(std::make_unique<Worker>(i, config_, &tls_));
+    }
+}
+
+Server::~Server() = default;
+
+void Server::publish(const BackendInfo& info) {
+    for (auto& w : workers_) {
+        net::post(w->io(), [worker = w.get(), info] { worker->set_backend(info); });
+    }
+}
+
+net::awaitable<void> Server::probe_loop() {
+    const config::Backend& backend = config_->backend();
+    // Configured dialect and model: serve at once; the probe only refines the flavour.
+    if (backend.dialect != config::BackendDialect::auto_detect && !backend.model.empty()) {
+        BackendInfo info;
+        info.ready = true;
+        info.dialect = backend.dialect;
+        info.flavor = backend.dialect == config::BackendDialect::sglang
+                          ? translators::Flavor::sglang
+                          : translators::Flavor::generic;
+        info.served_model = backend.model;
+        info.detail = "configured";
+        publish(info);
+    }
+    net::steady_timer timer(control_);
+    int attempt = 0;
+    for (;;) {
+        ProbeResult r = co_await probe_backend(backend, &tls_);
+        if (r.info.ready) {
+            if (!backend.model.empty()) {
+                r.info.served_model = backend.model;
+            }
+            log::info("backend " + backend.url.text() + ": " + r.info.detail + ", model '" +
+                      r.info.served_model + "'");
+            publish(r.info);
+            co_return;
+        }
+        if (attempt == 0 || attempt % 30 == 0) {
+            log::warn("backend " + backend.url.text() + " not identified yet: " + r.info.detail +
+                      (r.reachable ? "" : "; retrying every second"));
+        }
+        if (r.reachable && backend.dialect == config::BackendDialect::auto_detect) {
+            // It answers but cannot be identified: publish why, keep trying (it may still be
+            // loading its model).
+            publish(r.info);
+        }
+        ++attempt;
+        if (shutting_down_) {
+            co_return;
+        }
+        timer.expires_after(std::chrono::seconds(1));
+        co_await timer.async_wait(use_nothrow);
+        if (shutting_down_) {
+            co_return;
+        }
+    }
+}
+
+void Server::shutdown() {
+    if (shutting_down_) {
+        return;
+    }
+    shutting_down_ = true;
+    log::info("shutting down: no new connections; in-flight requests get " +
+              std::to_string(config_->shutdown_grace_ms) + " ms to finish");
+    for (size_t i = 0; i < workers_.size(); ++i) {
+        net::post(workers_[i]->io(), [worker = workers_[i].get(), listener = listeners_[i].get()] {
+            listener->close();
+            worker->begin_shutdown();
+        });
+    }
+}
+
+int Server::run() {
+    beast::error_code ec;
+    const auto address = net::ip::make_address(config_->listen_host, ec);
+    if (ec) {
+        log::error("listen: '" + config_->listen_host + "' is not an IP address");
+        return 2;
+    }
+    tcp::endpoint endpoint(address, config_->listen_port);
+    for (auto& w : workers_) {
+        auto listener = std::make_unique<Listener>(*w, endpoint, ec);
+        if (ec) {
+            log::error("cannot listen on " + config_->listen_host + ":" +
+                       std::to_string(endpoint.port()) + ": " + ec.message());
+            return 2;
+        }
+        // Port 0: every further acceptor must join the port the first one got.
+        endpoint = listener->local_endpoint();
+        listeners_.push_back(std::move(listener));
+    }
+    std::printf("listening on %s:%u\n", endpoint.address().to_string().c_str(), endpoint.port());
+    std::fflush(stdout);
+    log::info("infergate listening on " + endpoint.address().to_string() + ":" +
+              std::to_string(endpoint.port()) + " with " + std::to_string(workers_.size()) +
+              " thread(s), backend " + config_->backend().url.text());
+
+    for (auto& l : listeners_) {
+        l->start();
+    }
+    net::signal_set signals(control_, SIGINT, SIGTERM);
+    net::steady_timer grace(control_);
+    std::function<void(beast::error_code, int)> on_signal = [&](beast::error_code e, int) {
+        if (e) {
+            return;
+        }
+        if (shutting_down_) {
+            log::warn("second signal: stopping now");
+            control_.stop();
+            return;
+        }
+        shutdown();
+        grace.expires_after(std::chrono::milliseconds(config_->shutdown_grace_ms));
+        grace.async_wait([this](beast::error_code te) {
+            if (!te) {
+                log::warn("grace period over: cancelling the requests still in flight");
+                control_.stop();
+            }
+        });
+        signals.async_wait(on_signal);
+    };
+    signals.async_wait(on_signal);
+    net::co_spawn(control_, probe_loop(), net::detached);
+
+    std::atomic<int> running{static_cast<int>(workers_.size())};
+    std::vector<std::thread> threads;
+    for (auto& w : workers_) {
+        threads.emplace_back([this, worker = w.get(), &running] {
+            worker->io().run();
+            if (--running == 0) {
+                net::post(control_, [this] { control_.stop(); });
+            }
+        });
+    }
+    control_.run();
+    for (auto& w : workers_) {
+        w->io().stop();  // no-op for workers that already drained
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    log::info("stopped");
+    return 0;
+}
+
+}  // namespace infergate

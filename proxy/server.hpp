@@ -1,0 +1,38 @@
+#pragma once
+// The whole proxy: N workers (one thread and io_context each, SO_REUSEPORT listeners), the
+// backend probe, signals and graceful shutdown. run() blocks until shutdown completes.
+
+#include <memory>
+#include <vector>
+
+#include "config/config.hpp"
+#include "proxy/net.hpp"
+
+namespace infergate {
+
+class Worker;
+class Listener;
+
+class Server {
+public:
+    explicit Server(std::shared_ptr<const config::Config> config);
+    ~Server();
+
+    // Binds, prints "listening on HOST:PORT" to stdout, serves until SIGINT/SIGTERM. Returns
+    // the process exit code.
+    int run();
+
+private:
+    net::awaitable<void> probe_loop();
+    void publish(const struct BackendInfo& info);
+    void shutdown();
+
+    std::shared_ptr<const config::Config> config_;
+    net::io_context control_{1};  // signals and the probe, on the main thread
+    net::ssl::context tls_{net::ssl::context::tls_client};
+    std::vector<std::unique_ptr<Worker>> workers_;
+    std::vector<std::unique_ptr<Listener>> listeners_;
+    bool shutting_down_ = false;
+};
+
+}  // namespace infergate

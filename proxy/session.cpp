@@ -1,0 +1,97 @@
+#include "proxy/session.hpp"
+
+#include "proxy/exchange.hpp"
+#include "proxy/log.hpp"
+#include "proxy/worker.hpp"
+
+namespace infergate {
+
+Session::Session(Worker& worker, tcp::socket socket)
+    : worker_(worker), stream_(std::move(socket)) {
+    beast::error_code ec;
+    stream_.socket().set_option(tcp::no_delay(true), ec);
+    const auto ep = stream_.socket().remote_endpoint(ec);
+    if (!ec) {
+        peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+    }
+    registration_ = worker_.add_session(this);
+}
+
+Session::~Session() { worker_.remove_session(registration_); }
+
+void Session::close_if_idle() {
+    if (idle_) {
+        beast::error_code ec;
+        stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+        stream_.socket().close(ec);
+    }
+}
+
+net::awaitable<void> Session::reject(http::status status, std::string message, unsigned version) {
+    // The request could not even be parsed, so no dialect is known: answer in the OpenAI shape,
+    // which every JSON client can read.
+    http::response<http::string_body> res{status, version};
+    res.set(http::field::server, "infergate");
+    res.set(http::field::content_type, "application/json");
+    res.set(http::field::connection, "close");
+    std::string body = R"({"error":{"message":")";
+    for (char c : message) {
+        if (c == '"' || c == '\\') {
+            body += '\\';
+        }
+        body += c;
+    }
+    body += R"(","type":"invalid_request_error","param":null,"code":null}})";
+    res.body() = std::move(body);
+    res.prepare_payload();
+    stream_.expires_after(std::chrono::seconds(5));
+    co_await http::async_write(stream_, res, use_nothrow);
+}
+
+net::awaitable<void> Session::run(std::shared_ptr<Session> self) {
+    const config::Config& cfg = worker_.config();
+    for (;;) {
+        idle_ = true;
+        if (worker_.stopping()) {
+            break;
+        }
+        http::request_parser<http::string_body> parser;
+        parser.body_limit(cfg.max_body_bytes);
+        parser.header_limit(cfg.max_header_bytes);
+        stream_.expires_after(std::chrono::milliseconds(cfg.client_idle_ms));
+        auto [ec, n] = co_await http::async_read(stream_, buffer_, parser, use_nothrow);
+        idle_ = false;
+        if (ec) {
+            const unsigned version = parser.is_header_done() ? parser.get().version() : 11;
+            if (ec == http::error::body_limit) {
+                co_await reject(http::status::payload_too_large,
+                                "request body is larger than the limit of " +
+                                    std::to_string(cfg.max_body_bytes) +
+                                    " bytes (limits.max_body_bytes)",
+                                version);
+            } else if (ec == http::error::header_limit) {
+                co_await reject(http::status::request_header_fields_too_large,
+                                "request headers are larger than the limit of " +
+                                    std::to_string(cfg.max_header_bytes) +
+                                    " bytes (limits.max_header_bytes)",
+                                version);
+            } else if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
+                       ec != http::error::end_of_stream && ec != http::error::partial_message) {
+                co_await reject(http::status::bad_request,
+                                "malformed HTTP request: " + ec.message(), version);
+            }
+            break;  // EOF, reset or idle timeout: just close
+        }
+        stream_.expires_never();
+        Exchange exchange(worker_, stream_, parser.release(), peer_);
+        const bool keep_alive = co_await exchange.run();
+        if (!keep_alive) {
+            break;
+        }
+    }
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().close(ec);
+}
+
+}  // namespace infergate

@@ -1,0 +1,37 @@
+#pragma once
+// One downstream connection: owns the socket, the read buffer and the request parser, and runs
+// its exchanges one after another (HTTP/1.1 keep-alive). Lives on one worker thread.
+
+#include <list>
+#include <memory>
+
+#include "proxy/net.hpp"
+
+namespace infergate {
+
+class Worker;
+
+class Session {
+public:
+    Session(Worker& worker, tcp::socket socket);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // `self` keeps the session alive for as long as the coroutine runs.
+    net::awaitable<void> run(std::shared_ptr<Session> self);
+    // Shutdown: close the connection now if it is waiting for a request.
+    void close_if_idle();
+
+private:
+    net::awaitable<void> reject(http::status status, std::string message, unsigned version);
+
+    Worker& worker_;
+    beast::tcp_stream stream_;
+    beast::flat_buffer buffer_;
+    std::list<Session*>::iterator registration_;
+    std::string peer_;
+    bool idle_ = true;
+};
+
+}  // namespace infergate

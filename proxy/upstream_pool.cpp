@@ -1,0 +1,99 @@
+#include "proxy/upstream_pool.hpp"
+
+#include <openssl/ssl.h>
+
+namespace infergate {
+
+UpstreamConnection::UpstreamConnection(net::any_io_executor executor, net::ssl::context* tls) {
+    if (tls != nullptr) {
+        tls_.emplace(executor, *tls);
+    } else {
+        tcp_.emplace(executor);
+    }
+}
+
+net::awaitable<beast::error_code> UpstreamConnection::connect(
+    const tcp::resolver::results_type& endpoints, const std::string& sni_host,
+    std::chrono::milliseconds timeout) {
+    tcp().expires_after(timeout);
+    auto [ec, endpoint] = co_await tcp().async_connect(endpoints, use_nothrow);
+    if (ec) {
+        co_return ec;
+    }
+    tcp().socket().set_option(tcp::no_delay(true), ec);
+    if (tls_) {
+        if (!SSL_set_tlsext_host_name(tls_->native_handle(), sni_host.c_str())) {
+            co_return beast::error_code(static_cast<int>(::ERR_get_error()),
+                                        net::error::get_ssl_category());
+        }
+        tls_->set_verify_callback(net::ssl::host_name_verification(sni_host));
+        auto [hec] = co_await tls_->async_handshake(net::ssl::stream_base::client, use_nothrow);
+        if (hec) {
+            co_return hec;
+        }
+    }
+    tcp().expires_never();
+    co_return beast::error_code{};
+}
+
+void UpstreamConnection::close() {
+    beast::error_code ec;
+    auto& socket = tcp().socket();
+    if (socket.is_open()) {
+        socket.shutdown(tcp::socket::shutdown_both, ec);
+        socket.close(ec);
+    }
+}
+
+UpstreamPool::UpstreamPool(net::any_io_executor executor, const config::Backend& backend,
+                           net::ssl::context* tls)
+    : executor_(executor), backend_(backend), tls_(tls), resolver_(executor) {}
+
+net::awaitable<std::unique_ptr<UpstreamConnection>> UpstreamPool::acquire(
+    beast::error_code& error, bool& reused) {
+    error = {};
+    while (!idle_.empty()) {
+        std::unique_ptr<UpstreamConnection> c = std::move(idle_.back());
+        idle_.pop_back();
+        // A backend may have closed an idle connection; a readable idle socket means EOF (or
+        // stray bytes), so it is not reused.
+        beast::error_code ec;
+        const size_t available = c->tcp().socket().available(ec);
+        if (!ec && available == 0 && c->is_open()) {
+            reused = true;
+            co_return c;
+        }
+    }
+    reused = false;
+    if (!endpoints_) {
+        auto [ec, results] = co_await resolver_.async_resolve(
+            backend_.url.host, std::to_string(backend_.url.port), use_nothrow);
+        if (ec) {
+            error = ec;
+            co_return nullptr;
+        }
+        endpoints_ = std::move(results);
+    }
+    auto c = std::make_unique<UpstreamConnection>(executor_, tls_);
+    error = co_await c->connect(*endpoints_, backend_.url.host,
+                                std::chrono::milliseconds(backend_.timeouts.connect_ms));
+    if (error) {
+        endpoints_.reset();  // resolve again next time (DNS may have moved)
+        co_return nullptr;
+    }
+    co_return c;
+}
+
+void UpstreamPool::release(std::unique_ptr<UpstreamConnection> connection) {
+    if (!connection || !connection->is_open()) {
+        return;
+    }
+    if (static_cast<int>(idle_.size()) >= backend_.max_idle_connections) {
+        connection->close();
+        return;
+    }
+    connection->tcp().expires_never();
+    idle_.push_back(std::move(connection));
+}
+
+}  // namespace infergate

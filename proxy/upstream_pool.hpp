@@ -1,0 +1,70 @@
+#pragma once
+// Keep-alive connections to one backend. One UpstreamPool per worker thread and backend, touched
+// only from that worker's io_context: no locks.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "proxy/net.hpp"
+
+namespace infergate {
+
+// One connection to a backend, plain TCP or TLS as the backend URL says.
+class UpstreamConnection {
+public:
+    UpstreamConnection(net::any_io_executor executor, net::ssl::context* tls);
+
+    // Connects (and handshakes) to one of `endpoints` within `timeout`.
+    net::awaitable<beast::error_code> connect(const tcp::resolver::results_type& endpoints,
+                                              const std::string& sni_host,
+                                              std::chrono::milliseconds timeout);
+
+    // Calls fn(stream) with the plain or TLS stream; fn returns an awaitable.
+    template <class Fn>
+    auto visit(Fn&& fn) {
+        return tls_ ? fn(*tls_) : fn(*tcp_);
+    }
+
+    beast::tcp_stream& tcp() { return tls_ ? beast::get_lowest_layer(*tls_) : *tcp_; }
+    void expires_after(std::chrono::milliseconds d) { tcp().expires_after(d); }
+    // Closes the socket at once, cancelling whatever is pending (client went away, error).
+    void close();
+    bool is_open() { return tcp().socket().is_open(); }
+
+    beast::flat_buffer& buffer() { return buffer_; }
+    int uses = 0;  // requests sent over this connection
+
+private:
+    std::optional<beast::tcp_stream> tcp_;
+    std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
+    beast::flat_buffer buffer_;
+};
+
+class UpstreamPool {
+public:
+    UpstreamPool(net::any_io_executor executor, const config::Backend& backend,
+                 net::ssl::context* tls);
+
+    // An idle keep-alive connection, or a new one. `error` is set when connecting failed
+    // (refused, unresolvable, timed out).
+    net::awaitable<std::unique_ptr<UpstreamConnection>> acquire(beast::error_code& error,
+                                                                bool& reused);
+    // Returns a connection whose response was read completely and that may be reused.
+    void release(std::unique_ptr<UpstreamConnection> connection);
+
+    const config::Backend& backend() const { return backend_; }
+
+private:
+    net::any_io_executor executor_;
+    const config::Backend& backend_;
+    net::ssl::context* tls_;
+    tcp::resolver resolver_;
+    std::optional<tcp::resolver::results_type> endpoints_;  // resolved once, again on failure
+    std::vector<std::unique_ptr<UpstreamConnection>> idle_;
+};
+
+}  // namespace infergate

@@ -1,0 +1,35 @@
+#include "proxy/worker.hpp"
+
+#include "proxy/session.hpp"
+
+namespace infergate {
+
+Worker::Worker(int index, std::shared_ptr<const config::Config> config, net::ssl::context* tls)
+    : index_(index),
+      config_(std::move(config)),
+      pool_(io_.get_executor(), config_->backend(), config_->backend().url.tls ? tls : nullptr),
+      rng_(std::random_device{}() ^ (static_cast<uint64_t>(index) << 32)) {}
+
+std::string Worker::random_hex(size_t chars) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(chars);
+    while (out.size() < chars) {
+        uint64_t r = rng_();
+        for (int i = 0; i < 16 && out.size() < chars; ++i, r >>= 4) {
+            out += kHex[r & 0xf];
+        }
+    }
+    return out;
+}
+
+void Worker::begin_shutdown() {
+    stopping_ = true;
+    // close_if_idle may end a session and so unregister it: iterate over a copy.
+    const std::vector<Session*> sessions(sessions_.begin(), sessions_.end());
+    for (Session* s : sessions) {
+        s->close_if_idle();
+    }
+}
+
+}  // namespace infergate

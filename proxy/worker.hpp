@@ -1,0 +1,68 @@
+#pragma once
+// One worker per thread: its own io_context, listener, upstream pool and a copy of what was
+// learned about the backend. Everything here is touched only from the worker's own thread;
+// other threads reach it only through net::post onto its io_context.
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "config/config.hpp"
+#include "proxy/net.hpp"
+#include "proxy/upstream_pool.hpp"
+#include "translators/codec.hpp"
+
+namespace infergate {
+
+class Session;
+
+// What the proxy knows about its backend: configured, or found by probing its info routes.
+struct BackendInfo {
+    bool ready = false;            // dialect and model are known
+    config::BackendDialect dialect = config::BackendDialect::openai;
+    translators::Flavor flavor = translators::Flavor::generic;
+    std::string served_model;      // the name the backend answers to
+    std::optional<int64_t> max_model_len;
+    std::string detail;            // how it was found, or why it is not known yet
+};
+
+class Worker {
+public:
+    Worker(int index, std::shared_ptr<const config::Config> config, net::ssl::context* tls);
+
+    int index() const { return index_; }
+    net::io_context& io() { return io_; }
+    const config::Config& config() const { return *config_; }
+    UpstreamPool& pool() { return pool_; }
+    const BackendInfo& backend() const { return backend_; }
+    void set_backend(BackendInfo info) { backend_ = std::move(info); }
+
+    // Random hex ids (request ids, completion ids). Per-worker generator: no shared state.
+    std::string random_hex(size_t chars);
+
+    // Sessions register themselves so that shutdown can close the idle ones.
+    std::list<Session*>::iterator add_session(Session* s) { return sessions_.insert(sessions_.end(), s); }
+    void remove_session(std::list<Session*>::iterator it) { sessions_.erase(it); }
+    bool stopping() const { return stopping_; }
+    // Stop accepting keep-alive requests; idle sessions close now, busy ones after their
+    // exchange.
+    void begin_shutdown();
+
+    std::chrono::system_clock::time_point started() const { return started_; }
+
+private:
+    int index_;
+    net::io_context io_{1};
+    std::shared_ptr<const config::Config> config_;
+    UpstreamPool pool_;
+    BackendInfo backend_;
+    std::mt19937_64 rng_;
+    std::list<Session*> sessions_;
+    bool stopping_ = false;
+    std::chrono::system_clock::time_point started_ = std::chrono::system_clock::now();
+};
+
+}  // namespace infergate

@@ -1,0 +1,331 @@
+// OpenAI non-streaming responses: encoding for clients, decoding from backends, error bodies.
+
+#include <doctest/doctest.h>
+#include <rapidjson/document.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "translators/openai/codec.hpp"
+
+namespace {
+
+using infergate::canonical::Choice;
+using infergate::canonical::Dialect;
+using infergate::canonical::Error;
+using infergate::canonical::FinishKind;
+using infergate::canonical::GenerationRequest;
+using infergate::canonical::GenerationResult;
+using infergate::canonical::Prompt;
+using infergate::translators::Codec;
+namespace openai = infergate::translators::openai;
+
+const Codec& completions() { return openai::completions_codec(); }
+const Codec& chat() { return openai::chat_codec(); }
+
+std::string fixture(std::string_view name) {
+    std::ifstream in(std::string(INFERGATE_FIXTURES) + "/openai/" + std::string(name),
+                     std::ios::binary);
+    REQUIRE_MESSAGE(in.good(), "missing fixture " << name);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+GenerationResult decode_ok(const Codec& codec, std::string_view body,
+                           const GenerationRequest& req = {}) {
+    auto r = codec.decode_response(body, req);
+    if (!r.ok()) {
+        FAIL("unexpected error: " << r.error().message);
+    }
+    return std::move(r.value());
+}
+
+std::string encode(const Codec& codec, const GenerationResult& result,
+                   const GenerationRequest& req = {}) {
+    std::string out;
+    codec.encode_response(result, req, out);
+    return out;
+}
+
+Choice choice(int index, std::string text, FinishKind kind) {
+    Choice c;
+    c.index = index;
+    c.text = std::move(text);
+    c.finish.kind = kind;
+    return c;
+}
+
+// The fields an OpenAI client reads, compared between our output and a sample.
+void check_same_client_view(std::string_view ours, std::string_view sample, bool chat_api) {
+    rapidjson::Document a;
+    rapidjson::Document b;
+    a.Parse(ours.data(), ours.size());
+    b.Parse(sample.data(), sample.size());
+    REQUIRE_FALSE(a.HasParseError());
+    REQUIRE_FALSE(b.HasParseError());
+    for (const char* key : {"id", "object", "created", "model"}) {
+        CHECK(a[key] == b[key]);
+    }
+    REQUIRE(a["choices"].Size() == b["choices"].Size());
+    for (rapidjson::SizeType i = 0; i < a["choices"].Size(); ++i) {
+        const auto& ca = a["choices"][i];
+        const auto& cb = b["choices"][i];
+        CHECK(ca["index"] == cb["index"]);
+        CHECK(ca["finish_reason"] == cb["finish_reason"]);
+        CHECK(ca["logprobs"] == cb["logprobs"]);
+        if (chat_api) {
+            CHECK(ca["message"]["role"] == cb["message"]["role"]);
+            CHECK(ca["message"]["content"] == cb["message"]["content"]);
+        } else {
+            CHECK(ca["text"] == cb["text"]);
+        }
+    }
+    for (const char* key : {"prompt_tokens", "completion_tokens", "total_tokens"}) {
+        CHECK(a["usage"][key] == b["usage"][key]);
+    }
+}
+
+}  // namespace
+
+TEST_SUITE("openai response decode (upstream)") {
+    TEST_CASE("the spec's chat example (§2.4)") {
+        const auto r = decode_ok(chat(), fixture("chat_response.json"));
+        CHECK(r.id == "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG");
+        CHECK(r.model == "gpt-4o-2024-08-06");
+        CHECK(r.created == 1741570283);
+        REQUIRE(r.choices.size() == 1);
+        CHECK(r.choices[0].text == "The image shows ...");
+        CHECK(r.choices[0].finish.kind == FinishKind::stop);
+        CHECK(r.usage.prompt_tokens == 1117);
+        CHECK(r.usage.completion_tokens == 46);
+        CHECK(r.usage.cached_tokens == 0);
+        CHECK(r.choices[0].usage == r.usage);  // one choice: it gets the aggregate too
+    }
+
+    TEST_CASE("the spec's completions example (§2.4); the length finish carries the budget") {
+        GenerationRequest req;
+        req.dialect = Dialect::openai_completions;  // no max_tokens: the implied 16
+        const auto r = decode_ok(completions(), fixture("completions_response.json"), req);
+        REQUIRE(r.choices.size() == 1);
+        CHECK(r.choices[0].text == "\n\nThis is indeed a test");
+        CHECK(r.choices[0].finish.kind == FinishKind::length);
+        CHECK(r.choices[0].finish.length == 16);
+        CHECK(r.usage.prompt_tokens == 5);
+        CHECK(r.usage.completion_tokens == 7);
+        CHECK_FALSE(r.usage.cached_tokens);
+    }
+
+    TEST_CASE("vLLM's response (§3.1) with stop_reason null, string and int") {
+        std::string body = fixture("vllm_completions_response.json");
+        auto r = decode_ok(completions(), body);
+        REQUIRE(r.choices.size() == 1);
+        CHECK(r.choices[0].text == " Paris.");
+        CHECK(r.choices[0].finish.kind == FinishKind::stop);
+        CHECK_FALSE(r.choices[0].finish.matched_text);
+        CHECK_FALSE(r.choices[0].finish.matched_token);
+        CHECK(r.usage.prompt_tokens == 6);
+        CHECK(r.usage.completion_tokens == 3);
+        CHECK_FALSE(r.usage.cached_tokens);  // prompt_tokens_details: null
+
+        const auto at = body.find(R"("stop_reason": null)");
+        REQUIRE(at != std::string::npos);
+        r = decode_ok(completions(), std::string(body).replace(at, 19, R"("stop_reason": "\n")"));
+        CHECK(r.choices[0].finish.matched_text == "\n");
+        r = decode_ok(completions(), std::string(body).replace(at, 19, R"("stop_reason": 128009)"));
+        CHECK(r.choices[0].finish.matched_token == 128009);
+    }
+
+    TEST_CASE("SGLang's matched_stop, cached tokens, abort") {
+        const auto r = decode_ok(chat(), R"({"id":"x","object":"chat.completion","created":1,
+            "model":"m","choices":[
+              {"index":0,"message":{"role":"assistant","content":"a"},"finish_reason":"stop",
+               "matched_stop":"END"},
+              {"index":1,"message":{"role":"assistant","content":null},"finish_reason":"abort"},
+              {"index":2,"message":{"role":"assistant","content":"c"},"finish_reason":"stop",
+               "matched_stop":2}],
+            "usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7,
+                     "prompt_tokens_details":{"cached_tokens":2}}})");
+        REQUIRE(r.choices.size() == 3);
+        CHECK(r.choices[0].finish.matched_text == "END");
+        CHECK(r.choices[1].text.empty());
+        CHECK(r.choices[1].finish.kind == FinishKind::abort);
+        CHECK(r.choices[2].finish.matched_token == 2);
+        CHECK(r.usage.cached_tokens == 2);
+        CHECK(r.choices[0].usage == infergate::canonical::Usage{});  // three choices: no sharing
+    }
+
+    TEST_CASE("choices are sorted by index (TGI answers in completion order)") {
+        const auto r = decode_ok(completions(), R"({"choices":[
+            {"index":2,"text":"c","finish_reason":"eos_token"},
+            {"index":0,"text":"a","finish_reason":"stop_sequence"},
+            {"index":1,"text":"b","finish_reason":"length"}]})");
+        REQUIRE(r.choices.size() == 3);
+        CHECK(r.choices[0].text == "a");
+        CHECK(r.choices[1].text == "b");
+        CHECK(r.choices[2].text == "c");
+        CHECK(r.choices[0].finish.kind == FinishKind::stop);
+        CHECK(r.choices[2].finish.kind == FinishKind::stop);
+        CHECK(r.choices[1].finish.kind == FinishKind::length);
+    }
+
+    TEST_CASE("every finish value maps") {
+        const std::pair<std::string_view, FinishKind> table[] = {
+            {R"("stop")", FinishKind::stop},
+            {R"("eos_token")", FinishKind::stop},
+            {R"("stop_sequence")", FinishKind::stop},
+            {R"("eos")", FinishKind::stop},
+            {R"("word")", FinishKind::stop},
+            {R"("length")", FinishKind::length},
+            {R"("limit")", FinishKind::length},
+            {R"("tool_calls")", FinishKind::tool_calls},
+            {R"("function_call")", FinishKind::tool_calls},
+            {R"("content_filter")", FinishKind::content_filter},
+            {R"("abort")", FinishKind::abort},
+            {R"("none")", FinishKind::none},
+            {R"("")", FinishKind::none},
+            {"null", FinishKind::none},
+        };
+        for (const auto& [value, kind] : table) {
+            INFO(value);
+            const auto r = decode_ok(completions(), R"({"choices":[{"text":"x","finish_reason":)" +
+                                                        std::string(value) + "}]}");
+            CHECK(r.choices[0].finish.kind == kind);
+        }
+    }
+
+    TEST_CASE("malformed backend bodies are 502s") {
+        for (std::string_view body :
+             {"", "not json", "[]", R"({"id":"x"})", R"({"choices":{}})", R"({"choices":[1]})"}) {
+            INFO(body);
+            auto r = completions().decode_response(body, {});
+            REQUIRE_FALSE(r.ok());
+            CHECK(r.error().status == 502);
+            CHECK(r.error().type == "upstream_error");
+            CHECK_FALSE(r.error().message.empty());
+        }
+        auto r = completions().decode_response("{oops", {});
+        CHECK(r.error().message.rfind("the backend sent a malformed response: ", 0) == 0);
+    }
+
+    TEST_CASE("an error envelope in a 2xx body keeps its status and message") {
+        auto r = chat().decode_response(
+            R"({"error":{"message":"too long","type":"BadRequestError","param":null,"code":400}})",
+            {});
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().status == 400);
+        CHECK(r.error().message == "too long");
+    }
+}
+
+TEST_SUITE("openai response encode (client)") {
+    TEST_CASE("§2.4 completions round trip: byte-exact compact form, same client view") {
+        const std::string sample = fixture("completions_response.json");
+        const auto r = decode_ok(completions(), sample);
+        const std::string out = encode(completions(), r);
+        CHECK(out ==
+              R"({"id":"cmpl-uqkvlQyYK7bGYrRHQ0eXlWi7","object":"text_completion",)"
+              R"("created":1589478378,"model":"gpt-4-turbo","choices":[{"index":0,)"
+              R"("text":"\n\nThis is indeed a test","logprobs":null,"finish_reason":"length"}],)"
+              R"("usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}})");
+        check_same_client_view(out, sample, false);
+    }
+
+    TEST_CASE("§2.4 chat round trip: byte-exact compact form, same client view") {
+        const std::string sample = fixture("chat_response.json");
+        const auto r = decode_ok(chat(), sample);
+        const std::string out = encode(chat(), r);
+        CHECK(out == R"({"id":"chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG","object":"chat.completion",)"
+                     R"("created":1741570283,"model":"gpt-4o-2024-08-06","choices":[{"index":0,)"
+                     R"("message":{"role":"assistant","content":"The image shows ..."},)"
+                     R"("logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":1117,)"
+                     R"("completion_tokens":46,"total_tokens":1163,)"
+                     R"("prompt_tokens_details":{"cached_tokens":0}}})");
+        check_same_client_view(out, sample, true);
+    }
+
+    TEST_CASE("finish reasons, null when unfinished; usage omitted when unknown") {
+        GenerationResult r;
+        r.id = "i";
+        r.model = "m";
+        r.created = 5;
+        r.choices = {choice(0, "a", FinishKind::none), choice(1, "b", FinishKind::tool_calls),
+                     choice(2, "c", FinishKind::content_filter), choice(3, "d", FinishKind::abort)};
+        CHECK(encode(chat(), r) ==
+              R"({"id":"i","object":"chat.completion","created":5,"model":"m","choices":[)"
+              R"({"index":0,"message":{"role":"assistant","content":"a"},"logprobs":null,)"
+              R"("finish_reason":null},)"
+              R"({"index":1,"message":{"role":"assistant","content":"b"},"logprobs":null,)"
+              R"("finish_reason":"tool_calls"},)"
+              R"({"index":2,"message":{"role":"assistant","content":"c"},"logprobs":null,)"
+              R"("finish_reason":"content_filter"},)"
+              R"({"index":3,"message":{"role":"assistant","content":"d"},"logprobs":null,)"
+              R"("finish_reason":"abort"}]})");
+    }
+
+    TEST_CASE("partial usage: only the known keys, total only when both counts are known") {
+        GenerationResult r;
+        r.choices = {choice(0, "x", FinishKind::stop)};
+        r.usage.completion_tokens = 3;
+        CHECK(encode(completions(), r) ==
+              R"({"id":"","object":"text_completion","created":0,"model":"","choices":[)"
+              R"({"index":0,"text":"x","logprobs":null,"finish_reason":"stop"}],)"
+              R"("usage":{"completion_tokens":3}})");
+    }
+
+    TEST_CASE("per-choice usage is summed when there is no aggregate (prompt once per n)") {
+        GenerationRequest req;
+        req.sampling.n = 2;
+        GenerationResult r;
+        for (int i = 0; i < 4; ++i) {
+            Choice c = choice(i, "t", FinishKind::stop);
+            c.usage.prompt_tokens = 10 + i / 2;  // two prompts of 10 and 11 tokens
+            c.usage.completion_tokens = 1;
+            r.choices.push_back(c);
+        }
+        const std::string out = encode(completions(), r, req);
+        CHECK(out.find(R"("usage":{"prompt_tokens":21,"completion_tokens":4,"total_tokens":25})") !=
+              std::string::npos);
+    }
+
+    TEST_CASE("echo prepends each choice's own text prompt") {
+        GenerationRequest req;
+        req.echo = true;
+        req.sampling.n = 2;
+        req.prompts = {Prompt{"A:", {}, false}, Prompt{"B:", {}, false}};
+        GenerationResult r;
+        for (int i = 0; i < 4; ++i) {
+            r.choices.push_back(choice(i, std::to_string(i), FinishKind::stop));
+        }
+        const std::string out = encode(completions(), r, req);
+        for (std::string_view text :
+             {R"("text":"A:0")", R"("text":"A:1")", R"("text":"B:2")", R"("text":"B:3")"}) {
+            CHECK(out.find(text) != std::string::npos);
+        }
+        // Token prompts cannot be shown as text; chat never echoes.
+        req.prompts = {Prompt{{}, {1, 2}, true}, Prompt{"B:", {}, false}};
+        CHECK(encode(completions(), r, req).find(R"("text":"0")") != std::string::npos);
+        CHECK(encode(chat(), r, req).find("B:") == std::string::npos);
+    }
+
+    TEST_CASE("error bodies") {
+        Error e;
+        e.status = 400;
+        e.message = "'n' must be between 1 and 128, got 0";
+        e.param = "n";
+        std::string out;
+        chat().encode_error(e, out);
+        CHECK(out == R"({"error":{"message":"'n' must be between 1 and 128, got 0",)"
+                     R"("type":"invalid_request_error","param":"n","code":null}})");
+        out.clear();
+        Error u;
+        u.message = "backend \"down\"";
+        u.type = "upstream_error";
+        u.code = "backend_unavailable";
+        completions().encode_error(u, out);
+        CHECK(out == R"({"error":{"message":"backend \"down\"","type":"upstream_error",)"
+                     R"("param":null,"code":"backend_unavailable"}})");
+    }
+}

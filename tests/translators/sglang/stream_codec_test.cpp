@@ -1,0 +1,397 @@
+// translators/sglang/stream_codec.cpp: cumulative SGLang streams to canonical deltas and back.
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "translators/sglang/codec.hpp"
+
+namespace {
+
+using infergate::canonical::Error;
+using infergate::canonical::FinishKind;
+using infergate::canonical::FinishReason;
+using infergate::canonical::StreamEvent;
+using infergate::canonical::StreamState;
+using infergate::canonical::Usage;
+
+const infergate::translators::Codec& sglang() { return infergate::translators::sglang::codec(); }
+
+// The `data:` payloads of a well-formed fixture (the SSE scanner itself is tested elsewhere).
+std::vector<std::string> sse_payloads(const char* name) {
+    std::ifstream in(std::string(INFERGATE_FIXTURES) + "/sglang/" + name, std::ios::binary);
+    REQUIRE_MESSAGE(in.good(), "missing fixture " << name);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string all = ss.str();
+    std::vector<std::string> out;
+    size_t at = 0;
+    while (at < all.size()) {
+        const size_t end = all.find("\n\n", at);
+        REQUIRE(end != std::string::npos);
+        const std::string event = all.substr(at, end - at);
+        REQUIRE(event.rfind("data: ", 0) == 0);
+        out.push_back(event.substr(6));
+        at = end + 2;
+    }
+    return out;
+}
+
+std::vector<StreamEvent> decode_all(const std::vector<std::string>& payloads, StreamState& state) {
+    std::vector<StreamEvent> out;
+    for (const std::string& p : payloads) {
+        sglang().decode_stream_event(p, state, out);
+    }
+    return out;
+}
+
+StreamEvent chunk(int index, std::string text) {
+    StreamEvent ev;
+    ev.type = StreamEvent::Type::chunk;
+    ev.index = index;
+    ev.text = std::move(text);
+    return ev;
+}
+
+StreamEvent with_finish(StreamEvent ev, FinishKind kind) {
+    FinishReason f;
+    f.kind = kind;
+    ev.finish = f;
+    return ev;
+}
+
+StreamEvent usage_event(int64_t prompt, int64_t completion) {
+    StreamEvent ev;
+    ev.type = StreamEvent::Type::usage;
+    ev.usage.prompt_tokens = prompt;
+    ev.usage.completion_tokens = completion;
+    return ev;
+}
+
+std::string encode(const StreamEvent& ev, StreamState& state) {
+    std::string out;
+    sglang().encode_stream_event(ev, state, out);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("sglang decode_stream_event: a cumulative capture becomes per-token deltas") {
+    const std::vector<std::string> payloads = sse_payloads("generate_stream.sse");
+    REQUIRE(payloads.size() == 33);
+    StreamState state;
+    const std::vector<StreamEvent> events = decode_all(payloads, state);
+    REQUIRE(events.size() == 33);
+    const std::vector<std::string> tokens = {
+        " Paris", ".", " It", " is", " the", " largest", " city", " in", " Europe", " and",
+        " the", " second", " largest", " city", " in", " the", " world", ".", " It", " is",
+        " located", " in", " the", " south", " of", " France", ",", " on", " the", " banks",
+        " of", " the"};
+    std::string joined;
+    for (size_t i = 0; i < 32; ++i) {
+        const StreamEvent& ev = events[i];
+        CAPTURE(i);
+        CHECK(ev.type == StreamEvent::Type::chunk);
+        CHECK(ev.index == 0);
+        CHECK(ev.text == tokens[i]);
+        CHECK(ev.usage.completion_tokens == static_cast<int64_t>(i + 1));
+        CHECK(ev.usage.prompt_tokens == 5);
+        CHECK(ev.usage.cached_tokens == 2);
+        CHECK(ev.finish.has_value() == (i == 31));
+        joined += ev.text;
+    }
+    REQUIRE(events[31].finish.has_value());
+    CHECK(events[31].finish->kind == FinishKind::length);
+    CHECK(events[31].finish->length == 32);
+    CHECK(events[32].type == StreamEvent::Type::done);
+    CHECK(joined == state.choices[0].text);
+    CHECK(state.choices.size() == 1);
+    CHECK(state.choices[0].completion_tokens == 32);
+    CHECK(state.choices[0].tokens_exact);
+    CHECK(state.choices[0].id == "be6daa5d895e403eb6334fb3a116b933");
+    CHECK(state.aggregate_usage() == Usage{5, 32, 2});
+}
+
+TEST_CASE("sglang decode_stream_event: a batch stream with index") {
+    StreamState state;
+    const std::vector<StreamEvent> events =
+        decode_all(sse_payloads("generate_stream_batch.sse"), state);
+    REQUIRE(events.size() == 8);
+    std::string text[2];
+    int finishes[2] = {0, 0};
+    for (const StreamEvent& ev : events) {
+        if (ev.type == StreamEvent::Type::done) {
+            continue;
+        }
+        REQUIRE(ev.type == StreamEvent::Type::chunk);
+        REQUIRE((ev.index == 0 || ev.index == 1));
+        text[ev.index] += ev.text;
+        finishes[ev.index] += ev.finish ? 1 : 0;
+    }
+    CHECK(text[0] == " Paris. It is");
+    CHECK(text[1] == " 2");
+    CHECK(finishes[0] == 1);
+    CHECK(finishes[1] == 1);
+    // Item 1 ends on EOS with an event that adds no text but carries the finish and the count.
+    const StreamEvent& eos = events[5];
+    CHECK(eos.index == 1);
+    CHECK(eos.text.empty());
+    REQUIRE(eos.finish.has_value());
+    CHECK(eos.finish->kind == FinishKind::stop);
+    CHECK(eos.finish->matched_token == 151645);
+    CHECK(eos.usage.completion_tokens == 3);
+    CHECK(events[1].text == " ");
+    CHECK(events[3].text == "2");
+    REQUIRE(state.choices.size() == 2);
+    CHECK(state.choices[1].id == "9a8b7c6d5e4f40312a1b0c9d8e7f6a5b");
+    state.n = 1;
+    CHECK(state.aggregate_usage() == Usage{9, 7, 2});
+}
+
+TEST_CASE("sglang decode_stream_event: text that is not a continuation sends nothing for it") {
+    StreamState state;
+    std::vector<StreamEvent> out;
+    const char* stream[] = {
+        // A detokenizer correction: the replacement character becomes the real one.
+        R"({"text": "caf\ufffd", "meta_info": {"completion_tokens": 1, "finish_reason": null}})",
+        R"({"text": "café", "meta_info": {"completion_tokens": 2, "finish_reason": null}})",
+        R"({"text": "café au lait.#", "meta_info": {"completion_tokens": 5}})",
+        // The stop string "##" fired: SGLang trims it, so the final text is shorter.
+        R"({"text": "café au lait.", "meta_info": {"completion_tokens": 6,
+            "finish_reason": {"type": "stop", "matched": "##"}}})",
+    };
+    for (const char* data : stream) {
+        sglang().decode_stream_event(data, state, out);
+    }
+    REQUIRE(out.size() == 4);
+    CHECK(out[0].text == "caf\xEF\xBF\xBD");
+    CHECK(out[1].text.empty());
+    CHECK(out[1].usage.completion_tokens == 2);
+    CHECK(out[2].text == " au lait.#");  // diffed against the corrected text
+    CHECK(out[3].text.empty());
+    REQUIRE(out[3].finish.has_value());
+    CHECK(out[3].finish->matched_text == "##");
+    CHECK(state.choices[0].text == "café au lait.");
+}
+
+TEST_CASE("sglang decode_stream_event: errors") {
+    StreamState state;
+    std::vector<StreamEvent> out;
+    sglang().decode_stream_event(R"({"error": {"message": "prompt is too long"}})", state, out);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].type == StreamEvent::Type::error);
+    CHECK(out[0].error.status == 502);
+    CHECK(out[0].error.type == "upstream_error");
+    CHECK(out[0].error.message == "prompt is too long");
+
+    out.clear();
+    sglang().decode_stream_event(R"({"error": {"message": "slow down", "code": 429}})", state,
+                                 out);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].error.status == 429);
+    CHECK(out[0].error.type == "rate_limit_error");
+
+    const std::pair<const char*, const char*> malformed[] = {
+        {R"({"text": "abc", "meta_info": )", "malformed stream data"},
+        {"[1, 2]", "not an object"},
+        {R"({"meta_info": {}})", "'text'"},
+        {R"({"text": "a", "index": 100000000})", "index"},
+        {R"({"text": "a", "index": -1})", "index"},
+        {R"({"text": "a", "meta_info": {"completion_tokens": "3"}})", "completion_tokens"},
+        {R"({"text": "a", "meta_info": {"finish_reason": true}})", "finish_reason"},
+    };
+    for (const auto& [data, fragment] : malformed) {
+        CAPTURE(data);
+        out.clear();
+        StreamState fresh;
+        sglang().decode_stream_event(data, fresh, out);
+        REQUIRE(out.size() == 1);
+        CHECK(out[0].type == StreamEvent::Type::error);
+        CHECK(out[0].error.status == 502);
+        CHECK(out[0].error.message.find("malformed stream data") != std::string::npos);
+        CHECK_MESSAGE(out[0].error.message.find(fragment) != std::string::npos,
+                      out[0].error.message);
+        CHECK(fresh.choices.size() <= 1);
+    }
+}
+
+TEST_CASE("sglang encode_stream_event: deltas become cumulative SGLang events") {
+    StreamState state;
+    state.id = "cmpl-1";
+    StreamEvent first = chunk(0, "Hello");
+    first.usage.prompt_tokens = 4;
+    first.usage.completion_tokens = 1;
+    first.usage.cached_tokens = 0;
+    CHECK(encode(first, state) ==
+          "data: {\"text\":\"Hello\",\"meta_info\":{\"id\":\"cmpl-1\",\"finish_reason\":null,"
+          "\"prompt_tokens\":4,\"completion_tokens\":1,\"cached_tokens\":0}}\n\n");
+    StreamEvent second = chunk(0, ", \"world\"");
+    second.usage.completion_tokens = 3;
+    CHECK(encode(second, state) ==
+          "data: {\"text\":\"Hello, \\\"world\\\"\",\"meta_info\":{\"id\":\"cmpl-1\","
+          "\"finish_reason\":null,\"prompt_tokens\":4,\"completion_tokens\":3,"
+          "\"cached_tokens\":0}}\n\n");
+    // Exact counts: the finish goes out at once, even with no new text.
+    StreamEvent last = with_finish(chunk(0, ""), FinishKind::length);
+    last.usage.completion_tokens = 3;
+    CHECK(encode(last, state) ==
+          "data: {\"text\":\"Hello, \\\"world\\\"\",\"meta_info\":{\"id\":\"cmpl-1\","
+          "\"finish_reason\":{\"type\":\"length\",\"length\":3},\"prompt_tokens\":4,"
+          "\"completion_tokens\":3,\"cached_tokens\":0}}\n\n");
+    CHECK(state.choices[0].finished);
+    // Never a second finish, nor text after it.
+    CHECK(encode(with_finish(chunk(0, "!"), FinishKind::stop), state).empty());
+    // An empty delta without a finish sends nothing.
+    StreamState quiet;
+    CHECK(encode(chunk(0, ""), quiet).empty());
+
+    StreamEvent done;
+    done.type = StreamEvent::Type::done;
+    CHECK(encode(done, state).empty());
+    std::string end;
+    sglang().encode_stream_end(state, end);
+    CHECK(end == "data: [DONE]\n\n");
+    CHECK(state.ended);
+    end.clear();
+    sglang().encode_stream_end(state, end);
+    CHECK(end.empty());
+}
+
+TEST_CASE("sglang encode_stream_event: batches carry index and per-item rids") {
+    StreamState state;
+    state.batch = true;
+    state.request_ids = {"ra", "rb"};
+    StreamEvent b = chunk(1, "B");
+    b.usage.completion_tokens = 1;
+    CHECK(encode(b, state) ==
+          "data: {\"text\":\"B\",\"meta_info\":{\"id\":\"rb\",\"finish_reason\":null,"
+          "\"prompt_tokens\":null,\"completion_tokens\":1,\"cached_tokens\":null},"
+          "\"index\":1}\n\n");
+    StreamEvent a = chunk(0, "A");
+    a.usage.completion_tokens = 1;
+    CHECK(encode(a, state).find("\"id\":\"ra\"") != std::string::npos);
+    CHECK(encode(chunk(1, "C"), state).find("\"text\":\"BC\"") != std::string::npos);
+}
+
+TEST_CASE("sglang encode_stream_event: a finish waits for exact token counts") {
+    SUBCASE("flushed by the upstream's usage report") {
+        StreamState state;
+        state.id = "x";
+        CHECK(encode(chunk(0, "Hel"), state).find("\"completion_tokens\":1,") !=
+              std::string::npos);
+        CHECK(encode(chunk(0, "lo"), state).find("\"completion_tokens\":2,") !=
+              std::string::npos);
+        // Estimated counts: the text goes out, the finish is held.
+        const std::string with_text = encode(with_finish(chunk(0, "!"), FinishKind::stop), state);
+        CHECK(with_text.find("\"finish_reason\":null") != std::string::npos);
+        CHECK(with_text.find("\"text\":\"Hello!\"") != std::string::npos);
+        CHECK(state.choices[0].held_finish.has_value());
+        CHECK_FALSE(state.choices[0].finished);
+        CHECK(encode(usage_event(6, 2), state) ==
+              "data: {\"text\":\"Hello!\",\"meta_info\":{\"id\":\"x\",\"finish_reason\":"
+              "{\"type\":\"stop\",\"matched\":null},\"prompt_tokens\":6,"
+              "\"completion_tokens\":2,\"cached_tokens\":null}}\n\n");
+        CHECK(state.choices[0].finished);
+        CHECK(state.usage_final);
+        std::string end;
+        sglang().encode_stream_end(state, end);
+        CHECK(end == "data: [DONE]\n\n");
+    }
+    SUBCASE("a finish without text is held too, and flushed by the end of the stream") {
+        StreamState state;
+        encode(chunk(0, "a"), state);
+        CHECK(encode(with_finish(chunk(0, ""), FinishKind::length), state).empty());
+        std::string end;
+        sglang().encode_stream_end(state, end);
+        CHECK(end ==
+              "data: {\"text\":\"a\",\"meta_info\":{\"id\":\"\",\"finish_reason\":{\"type\":"
+              "\"length\",\"length\":1},\"prompt_tokens\":null,\"completion_tokens\":1,"
+              "\"cached_tokens\":null}}\n\ndata: [DONE]\n\n");
+    }
+    SUBCASE("several choices keep their estimates") {
+        StreamState state;
+        state.batch = true;
+        state.n = 2;
+        encode(chunk(0, "a"), state);
+        encode(chunk(1, "b"), state);
+        encode(chunk(1, "c"), state);
+        CHECK(encode(with_finish(chunk(0, ""), FinishKind::stop), state).empty());
+        CHECK(encode(with_finish(chunk(1, ""), FinishKind::stop), state).empty());
+        const std::string flushed = encode(usage_event(3, 10), state);
+        const auto first = flushed.find("\"index\":0");
+        const auto second = flushed.find("\"index\":1");
+        REQUIRE(first != std::string::npos);
+        REQUIRE(second != std::string::npos);
+        CHECK(first < second);
+        CHECK(flushed.find("\"completion_tokens\":1,") != std::string::npos);
+        CHECK(flushed.find("\"completion_tokens\":2,") != std::string::npos);
+        CHECK(flushed.find("\"completion_tokens\":10") == std::string::npos);
+        // One prompt sampled twice: its prompt count is every choice's.
+        CHECK(flushed.find("\"prompt_tokens\":3,\"completion_tokens\":1,") != std::string::npos);
+    }
+}
+
+TEST_CASE("sglang error shapes") {
+    Error e;
+    e.status = 400;
+    e.message = "'sampling_params.top_p' must be in (0, 1], got 0";
+    std::string body;
+    sglang().encode_error(e, body);
+    CHECK(body == R"({"error":{"message":"'sampling_params.top_p' must be in (0, 1], got 0"}})");
+
+    StreamState state;
+    encode(chunk(0, "partial"), state);
+    encode(with_finish(chunk(0, ""), FinishKind::stop), state);  // held: estimated counts
+    StreamEvent err;
+    err.type = StreamEvent::Type::error;
+    err.error.status = 502;
+    err.error.message = "upstream reset";
+    const std::string out = encode(err, state);
+    CHECK(out ==
+          "data: {\"text\":\"partial\",\"meta_info\":{\"id\":\"\",\"finish_reason\":{\"type\":"
+          "\"stop\",\"matched\":null},\"prompt_tokens\":null,\"completion_tokens\":1,"
+          "\"cached_tokens\":null}}\n\n"
+          "data: {\"error\":{\"message\":\"upstream reset\"}}\n\n"
+          "data: [DONE]\n\n");
+    CHECK(state.ended);
+    // Nothing after the terminator: no second error, no second [DONE], no late text.
+    std::string after;
+    sglang().encode_stream_error(e, state, after);
+    sglang().encode_stream_end(state, after);
+    sglang().encode_stream_event(chunk(0, "late"), state, after);
+    CHECK(after.empty());
+}
+
+TEST_CASE("sglang stream: decode then re-encode reproduces the cumulative events") {
+    const std::vector<std::string> payloads = sse_payloads("generate_stream.sse");
+    StreamState upstream;
+    StreamState client;
+    client.request_ids = {"be6daa5d895e403eb6334fb3a116b933"};
+    std::string wire;
+    for (const StreamEvent& ev : decode_all(payloads, upstream)) {
+        sglang().encode_stream_event(ev, client, wire);
+    }
+    sglang().encode_stream_end(client, wire);
+    // Every upstream event, minus the keys infergate does not carry (output_ids, weight_version,
+    // e2e_latency).
+    std::string expected;
+    for (const std::string& p : payloads) {
+        if (p == "[DONE]") {
+            expected += "data: [DONE]\n\n";
+            continue;
+        }
+        std::string e = p;
+        const auto ids = e.find(",\"output_ids\":[");
+        e.erase(ids, e.find(']', ids) + 1 - ids);
+        const auto wv = e.find(",\"weight_version\":\"default\"");
+        e.erase(wv, std::string_view(",\"weight_version\":\"default\"").size());
+        if (const auto lat = e.find(",\"e2e_latency\":"); lat != std::string::npos) {
+            e.erase(lat, e.find('}', lat) - lat);
+        }
+        expected += "data: " + e + "\n\n";
+    }
+    CHECK(wire == expected);
+}

@@ -1,0 +1,171 @@
+// translators/sglang/upstream_request.cpp: writing /generate bodies for a real SGLang server.
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <string_view>
+
+#include "translators/sglang/codec.hpp"
+
+namespace {
+
+using infergate::canonical::Dialect;
+using infergate::canonical::GenerationRequest;
+using infergate::canonical::Prompt;
+using infergate::canonical::RequestKind;
+using infergate::canonical::SamplingParams;
+using infergate::translators::UpstreamOptions;
+
+const infergate::translators::Codec& sglang() { return infergate::translators::sglang::codec(); }
+
+GenerationRequest decode_ok(std::string_view body) {
+    auto r = sglang().decode_request(body);
+    INFO(std::string(body));
+    if (!r.ok()) {
+        FAIL("unexpected error: " << r.error().message);
+    }
+    return std::move(r.value());
+}
+
+std::string encode_ok(const GenerationRequest& req, bool stream = false) {
+    UpstreamOptions options;
+    options.stream = stream;
+    options.model = "served-model";
+    auto r = sglang().encode_request(req, options);
+    if (!r.ok()) {
+        FAIL("unexpected error: " << r.error().message);
+    }
+    return std::move(r.value());
+}
+
+GenerationRequest openai_completion(std::string prompt) {
+    GenerationRequest req;
+    req.dialect = Dialect::openai_completions;
+    req.kind = RequestKind::completion;
+    req.model = "qwen2.5";
+    req.prompts.push_back(Prompt{std::move(prompt), {}, false});
+    return req;
+}
+
+}  // namespace
+
+TEST_CASE("sglang encode_request: an OpenAI-completions request made explicit for SGLang") {
+    GenerationRequest req = openai_completion("Say hi");
+    req.sampling.seed = 42;
+    req.sampling.temperature = 0.5;
+    // No max_tokens: the OpenAI default (16) must be written, SGLang's own is 128.
+    CHECK(encode_ok(req) ==
+          R"({"text":"Say hi","sampling_params":{"max_new_tokens":16,"temperature":0.5,)"
+          R"("sampling_seed":42},"stream":false})");
+
+    req.sampling.max_tokens = 5;
+    req.stream = true;
+    const std::string body = encode_ok(req, /*stream=*/true);
+    CHECK(body == R"({"text":"Say hi","sampling_params":{"max_new_tokens":5,"temperature":0.5,)"
+                  R"("sampling_seed":42},"stream":true})");
+    CHECK(body.find("model") == std::string::npos);
+    CHECK(body.find("\"seed\"") == std::string::npos);
+}
+
+TEST_CASE("sglang encode_request: every sampling key, batches and token prompts") {
+    GenerationRequest req = openai_completion("a");
+    req.prompts.push_back(Prompt{"b", {}, false});
+    req.prompt_is_list = true;
+    SamplingParams& sp = req.sampling;
+    sp.max_tokens = 0;
+    sp.min_tokens = 1;
+    sp.temperature = 1.25;
+    sp.top_p = 0.5;
+    sp.top_k = 0;  // "off" for vLLM-style clients; SGLang spells it -1
+    sp.min_p = 0.1;
+    sp.frequency_penalty = 0.25;
+    sp.presence_penalty = -0.25;
+    sp.repetition_penalty = 1.5;
+    sp.seed = 7;
+    sp.ignore_eos = false;
+    sp.skip_special_tokens = true;
+    sp.stop = {"\n", "END"};
+    sp.stop_token_ids = {2};
+    sp.n = 3;
+    req.return_logprob = true;
+    req.top_logprobs = 2;
+    req.sampling_extras = {{"json_schema", R"({"type":"object"})"}, {"response_format", "{}"}};
+    req.extras = {{"lora_path", R"("x")"}};  // not an SGLang client: must not leak through
+    CHECK(encode_ok(req) ==
+          R"({"text":["a","b"],"sampling_params":{"max_new_tokens":0,"min_new_tokens":1,)"
+          R"("temperature":1.25,"top_p":0.5,"top_k":-1,"min_p":0.1,"frequency_penalty":0.25,)"
+          R"("presence_penalty":-0.25,"repetition_penalty":1.5,"sampling_seed":7,)"
+          R"("ignore_eos":false,"skip_special_tokens":true,"stop":["\n","END"],)"
+          R"("stop_token_ids":[2],"n":3,"json_schema":{"type":"object"}},"stream":false,)"
+          R"("return_logprob":true,"top_logprobs_num":2})");
+
+    GenerationRequest ids;
+    ids.dialect = Dialect::sglang;
+    ids.prompts.push_back(Prompt{{}, {1, 2, 3}, true});
+    CHECK(encode_ok(ids) == R"({"input_ids":[1,2,3],"sampling_params":{},"stream":false})");
+    ids.prompts.push_back(Prompt{{}, {4}, true});
+    ids.prompt_is_list = true;
+    ids.item_sampling.resize(2);
+    ids.item_sampling[0].max_tokens = 1;
+    ids.item_sampling[1].max_tokens = 2;
+    CHECK(encode_ok(ids) == R"({"input_ids":[[1,2,3],[4]],"sampling_params":)"
+                            R"([{"max_new_tokens":1},{"max_new_tokens":2}],"stream":false})");
+}
+
+TEST_CASE("sglang encode_request: an SGLang client passes through unchanged in meaning") {
+    const GenerationRequest req = decode_ok(
+        R"({"text": "The capital of France is", "model": "ignored-by-sglang",
+            "sampling_params": {"temperature": 0, "max_new_tokens": 32, "regex": "[A-Z]+",
+                                "stop": "."},
+            "stream": true, "rid": "abc", "lora_path": "adapter", "logprob_start_len": -1,
+            "return_logprob": [false]})");
+    CHECK(req.model == "ignored-by-sglang");
+    CHECK(encode_ok(req, /*stream=*/true) ==
+          R"({"text":"The capital of France is","sampling_params":{"max_new_tokens":32,)"
+          R"("temperature":0.0,"stop":["."],"regex":"[A-Z]+"},"stream":true,"rid":"abc",)"
+          R"("lora_path":"adapter","logprob_start_len":-1,"return_logprob":[false]})");
+    // The proxy may turn streaming off upstream regardless of what the client asked.
+    CHECK(encode_ok(req, /*stream=*/false).find(R"("stream":false)") != std::string::npos);
+
+    const GenerationRequest batch =
+        decode_ok(R"({"text": ["a", "b"], "rid": ["r1", "r2"]})");
+    CHECK(encode_ok(batch) ==
+          R"({"text":["a","b"],"sampling_params":{},"stream":false,"rid":["r1","r2"]})");
+}
+
+TEST_CASE("sglang encode_request: what SGLang's /generate cannot do is a 400") {
+    UpstreamOptions options;
+    GenerationRequest chat;
+    chat.dialect = Dialect::openai_chat;
+    chat.kind = RequestKind::chat;
+    chat.messages.push_back({"user", "hi", ""});
+    auto r = sglang().encode_request(chat, options);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().status == 400);
+    CHECK(r.error().message.find("/v1/chat/completions") != std::string::npos);
+
+    GenerationRequest echo = openai_completion("x");
+    echo.echo = true;
+    r = sglang().encode_request(echo, options);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().param == "echo");
+    CHECK(r.error().message.find("/v1/completions") != std::string::npos);
+
+    GenerationRequest mixed = openai_completion("x");
+    mixed.prompts.push_back(Prompt{{}, {1}, true});
+    r = sglang().encode_request(mixed, options);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message.find("mix") != std::string::npos);
+
+    GenerationRequest empty = openai_completion("x");
+    empty.prompts.clear();
+    r = sglang().encode_request(empty, options);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().status == 400);
+
+    GenerationRequest uneven = openai_completion("x");
+    uneven.item_sampling.resize(2);
+    r = sglang().encode_request(uneven, options);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().param == "sampling_params");
+}

@@ -1,0 +1,218 @@
+#include "translators/openai/common.hpp"
+
+#include <utility>
+
+namespace infergate::translators::openai {
+
+using canonical::FinishKind;
+
+canonical::Dialect dialect_of(Api api) {
+    return api == Api::chat ? canonical::Dialect::openai_chat
+                            : canonical::Dialect::openai_completions;
+}
+
+std::string_view route_of(Api api) {
+    return api == Api::chat ? "/v1/chat/completions" : "/v1/completions";
+}
+
+std::string_view chunk_object(Api api) {
+    return api == Api::chat ? "chat.completion.chunk" : "text_completion";
+}
+
+std::string_view finish_reason_name(FinishKind kind) {
+    switch (kind) {
+        case FinishKind::none: return {};
+        case FinishKind::stop: return "stop";
+        case FinishKind::length: return "length";
+        case FinishKind::tool_calls: return "tool_calls";
+        case FinishKind::content_filter: return "content_filter";
+        case FinishKind::abort: return "abort";
+    }
+    return {};
+}
+
+FinishKind parse_finish_kind(std::string_view value) {
+    if (value.empty() || value == "none") {
+        return FinishKind::none;  // TGI sends "" on intermediate chunks; llama.cpp says "none"
+    }
+    if (value == "length" || value == "limit" || value == "max_tokens" ||
+        value == "model_context_window_exceeded") {
+        return FinishKind::length;
+    }
+    if (value == "tool_calls" || value == "function_call" || value == "tool_use") {
+        return FinishKind::tool_calls;
+    }
+    if (value == "content_filter" || value == "refusal") {
+        return FinishKind::content_filter;
+    }
+    if (value == "abort") {
+        return FinishKind::abort;
+    }
+    // "stop", TGI's "eos_token"/"stop_sequence", llama.cpp's "eos"/"word", and anything new:
+    // the choice did end, and an ordinary stop is the least surprising thing to tell a client.
+    return FinishKind::stop;
+}
+
+std::optional<canonical::FinishReason> read_finish(const json::Value& choice,
+                                                   std::optional<int64_t> budget) {
+    const json::Value* reason = json::find(choice, "finish_reason");
+    if (reason == nullptr || !reason->IsString()) {
+        return std::nullopt;
+    }
+    canonical::FinishReason finish;
+    finish.kind = parse_finish_kind(json::view(*reason));
+    if (finish.kind == FinishKind::none) {
+        return std::nullopt;
+    }
+    const json::Value* matched = json::find(choice, "stop_reason");  // vLLM
+    if (matched == nullptr || matched->IsNull()) {
+        matched = json::find(choice, "matched_stop");  // SGLang
+    }
+    if (matched != nullptr) {
+        if (matched->IsString()) {
+            finish.matched_text = std::string(json::view(*matched));
+        } else if (matched->IsInt64()) {
+            finish.matched_token = matched->GetInt64();
+        }
+    }
+    if (finish.kind == FinishKind::length) {
+        finish.length = budget;
+    }
+    return finish;
+}
+
+namespace {
+
+std::optional<int64_t> int_member(const json::Value& obj, std::string_view key) {
+    const json::Value* v = json::find(obj, key);
+    if (v == nullptr || !v->IsInt64()) {
+        return std::nullopt;
+    }
+    return v->GetInt64();
+}
+
+}  // namespace
+
+canonical::Usage read_usage(const json::Value& usage) {
+    canonical::Usage u;
+    if (!usage.IsObject()) {
+        return u;
+    }
+    u.prompt_tokens = int_member(usage, "prompt_tokens");
+    u.completion_tokens = int_member(usage, "completion_tokens");
+    if (const json::Value* details = json::find(usage, "prompt_tokens_details");
+        details != nullptr) {
+        u.cached_tokens = int_member(*details, "cached_tokens");
+    }
+    return u;
+}
+
+bool usage_known(const canonical::Usage& usage) {
+    return usage.prompt_tokens || usage.completion_tokens || usage.cached_tokens;
+}
+
+void write_usage(json::Writer& w, const canonical::Usage& usage) {
+    w.StartObject();
+    if (usage.prompt_tokens) {
+        write_key(w, "prompt_tokens");
+        w.Int64(*usage.prompt_tokens);
+    }
+    if (usage.completion_tokens) {
+        write_key(w, "completion_tokens");
+        w.Int64(*usage.completion_tokens);
+    }
+    if (usage.prompt_tokens && usage.completion_tokens) {
+        write_key(w, "total_tokens");
+        w.Int64(*usage.prompt_tokens + *usage.completion_tokens);
+    }
+    if (usage.cached_tokens) {
+        write_key(w, "prompt_tokens_details");
+        w.StartObject();
+        write_key(w, "cached_tokens");
+        w.Int64(*usage.cached_tokens);
+        w.EndObject();
+    }
+    w.EndObject();
+}
+
+void write_error_object(json::Writer& w, const canonical::Error& error) {
+    w.StartObject();
+    write_key(w, "message");
+    write_string(w, error.message);
+    write_key(w, "type");
+    write_string(w, error.type);
+    write_key(w, "param");
+    if (error.param.empty()) {
+        w.Null();
+    } else {
+        write_string(w, error.param);
+    }
+    write_key(w, "code");
+    if (error.code.empty()) {
+        w.Null();
+    } else {
+        write_string(w, error.code);
+    }
+    w.EndObject();
+}
+
+canonical::Error upstream_error(std::string message, int status) {
+    canonical::Error e;
+    e.status = status;
+    e.type = "upstream_error";
+    e.message = std::move(message);
+    return e;
+}
+
+canonical::Error read_upstream_error(const json::Value& doc) {
+    canonical::Error e = upstream_error({});
+    const json::Value* err = json::find(doc, "error");
+    const json::Value* body = (err != nullptr && err->IsObject()) ? err : &doc;
+    if (err != nullptr && err->IsString()) {
+        e.message = std::string(json::view(*err));
+    } else if (const json::Value* m = json::find(*body, "message"); m != nullptr) {
+        e.message = m->IsString() ? std::string(json::view(*m)) : json::to_string(*m);
+    }
+    if (const json::Value* t = json::find(*body, "type"); t != nullptr && t->IsString()) {
+        e.type = std::string(json::view(*t));
+    }
+    // vLLM puts the HTTP status in `code`; TGI's OpenAI routes in `http_status_code`.
+    for (std::string_view key : {"code", "http_status_code"}) {
+        const json::Value* c = json::find(*body, key);
+        if (c != nullptr && c->IsInt() && c->GetInt() >= 400 && c->GetInt() <= 599) {
+            e.status = c->GetInt();
+            break;
+        }
+    }
+    if (e.message.empty()) {
+        e.message = "the backend reported an error without a message";
+    }
+    return e;
+}
+
+const canonical::SamplingParams* shared_sampling(const canonical::GenerationRequest& req) {
+    if (req.item_sampling.empty()) {
+        return &req.sampling;
+    }
+    for (const canonical::SamplingParams& item : req.item_sampling) {
+        if (!(item == req.item_sampling.front())) {
+            return nullptr;
+        }
+    }
+    return &req.item_sampling.front();
+}
+
+std::optional<int64_t> effective_max_tokens(const canonical::SamplingParams& sampling,
+                                            canonical::Dialect client_dialect) {
+    if (sampling.max_tokens) {
+        return sampling.max_tokens;
+    }
+    switch (client_dialect) {
+        case canonical::Dialect::sglang: return 128;
+        case canonical::Dialect::openai_completions: return 16;
+        case canonical::Dialect::openai_chat: return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+}  // namespace infergate::translators::openai

@@ -1,0 +1,75 @@
+#pragma once
+// Pieces shared by the OpenAI completions and chat codecs (internal to translators/openai/).
+// The two routes differ in a handful of places (prompt vs messages, `text` vs `delta.content`,
+// the chunk `object` name); every function here takes the Api and branches only there.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "translators/canonical/json.hpp"
+#include "translators/canonical/types.hpp"
+
+namespace infergate::translators::openai {
+
+enum class Api { completions, chat };
+
+canonical::Dialect dialect_of(Api api);
+std::string_view route_of(Api api);  // "/v1/completions" or "/v1/chat/completions"
+
+// The `object` value of a stream chunk ("text_completion" or "chat.completion.chunk").
+std::string_view chunk_object(Api api);
+
+// OpenAI's finish_reason string for a canonical kind; empty for FinishKind::none (written as null).
+std::string_view finish_reason_name(canonical::FinishKind kind);
+
+// Maps any finish value an OpenAI-compatible server sends (OpenAI, vLLM, SGLang, TGI's
+// eos_token/stop_sequence, llama.cpp's eos/word/limit/none) to a canonical kind.
+canonical::FinishKind parse_finish_kind(std::string_view value);
+
+// Reads a choice's finish: `finish_reason` plus vLLM's `stop_reason` or SGLang's `matched_stop`
+// (a string is the stop text that fired, an integer the stop token). Returns nullopt when the
+// choice is not finished (null, "" or absent). `budget` fills FinishReason::length on a
+// length finish so that dialects reporting the budget (SGLang) can say it.
+std::optional<canonical::FinishReason> read_finish(const json::Value& choice,
+                                                   std::optional<int64_t> budget);
+
+// Reads an OpenAI `usage` object (prompt_tokens, completion_tokens,
+// prompt_tokens_details.cached_tokens); ignores anything that is not an object or an integer.
+canonical::Usage read_usage(const json::Value& usage);
+
+bool usage_known(const canonical::Usage& usage);
+
+// Writes a usage object: keys only for the counts that are known; total_tokens only when both
+// prompt and completion counts are.
+void write_usage(json::Writer& w, const canonical::Usage& usage);
+
+// Writes the value of an OpenAI error envelope's "error" key: {message, type, param, code}.
+void write_error_object(json::Writer& w, const canonical::Error& error);
+
+// The error for an upstream body or event that cannot be read.
+canonical::Error upstream_error(std::string message, int status = 502);
+
+// Reads an in-band upstream error (`{"error": {...}}` or `{"error": "text"}`, vLLM's old flat
+// `{"object": "error", ...}`, TGI's `http_status_code`); status from an integer code, else 502.
+canonical::Error read_upstream_error(const json::Value& doc);
+
+// The sampling settings an OpenAI backend gets for `req`: `sampling`, or the per-item settings
+// of an SGLang batch when they all agree. Null when they differ (one set per OpenAI request).
+const canonical::SamplingParams* shared_sampling(const canonical::GenerationRequest& req);
+
+// The output budget the client's dialect implies when it named none (api-dialects §10.4):
+// SGLang native 128, OpenAI completions 16, OpenAI chat none (the model maximum).
+std::optional<int64_t> effective_max_tokens(const canonical::SamplingParams& sampling,
+                                            canonical::Dialect client_dialect);
+
+inline void write_key(json::Writer& w, std::string_view key) {
+    w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+}
+
+inline void write_string(json::Writer& w, std::string_view s) {
+    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
+}  // namespace infergate::translators::openai

@@ -1,0 +1,453 @@
+// Client side: an OpenAI client's request body to the canonical request, with 400s that name
+// the field and say what to send.
+
+#include <algorithm>
+#include <utility>
+
+#include "translators/openai/request_codec.hpp"
+
+namespace infergate::translators::openai {
+
+using canonical::bad_request;
+using canonical::ChatMessage;
+using canonical::Prompt;
+using canonical::RequestKind;
+using canonical::SamplingParams;
+
+namespace {
+
+// Keys this codec reads; every other top-level key is kept raw in `extras` so that a
+// same-family backend still gets it (response_format, tools, logit_bias, user, ...).
+// clang-format off
+constexpr std::string_view kCommonKeys[] = {
+    "model", "max_tokens", "temperature", "top_p", "n", "stop", "seed", "presence_penalty",
+    "frequency_penalty", "stream", "stream_options", "logprobs", "top_k", "min_p",
+    "repetition_penalty", "ignore_eos", "min_tokens", "stop_token_ids", "skip_special_tokens"};
+// clang-format on
+constexpr std::string_view kCompletionsKeys[] = {"prompt", "echo"};
+constexpr std::string_view kChatKeys[] = {"messages", "max_completion_tokens", "top_logprobs"};
+
+bool is_known_key(std::string_view key, Api api) {
+    const auto has = [key](const auto& keys) {
+        return std::find(std::begin(keys), std::end(keys), key) != std::end(keys);
+    };
+    return has(kCommonKeys) || (api == Api::completions ? has(kCompletionsKeys) : has(kChatKeys));
+}
+
+// Typed reads of one object's fields that keep the first error (json::get_* overwrite it).
+class FieldReader {
+public:
+    explicit FieldReader(const json::Value& obj) : obj_(obj) {}
+
+    std::optional<bool> boolean(std::string_view key, std::string_view path) {
+        return err_ ? std::nullopt : json::get_bool(obj_, key, path, err_);
+    }
+    std::optional<int64_t> integer(std::string_view key, std::string_view path,
+                                   int64_t min = INT64_MIN, int64_t max = INT64_MAX) {
+        return err_ ? std::nullopt : json::get_int(obj_, key, path, err_, min, max);
+    }
+    std::optional<double> number(std::string_view key, std::string_view path, double min,
+                                 double max) {
+        return err_ ? std::nullopt : json::get_number(obj_, key, path, err_, min, max);
+    }
+    std::optional<std::string> string(std::string_view key, std::string_view path) {
+        return err_ ? std::nullopt : json::get_string(obj_, key, path, err_);
+    }
+    void fail(canonical::Error e) {
+        if (!err_) {
+            err_ = std::move(e);
+        }
+    }
+    std::optional<canonical::Error>& error() { return err_; }
+
+private:
+    const json::Value& obj_;
+    std::optional<canonical::Error> err_;
+};
+
+bool is_token_id(const json::Value& v) { return v.IsInt64() && v.GetInt64() >= 0; }
+
+canonical::Error prompt_type_error(std::string_view got) {
+    return bad_request(
+        "'prompt' must be a string, a list of strings, a list of token ids or a "
+        "list of token-id lists, got " +
+            std::string(got),
+        "prompt");
+}
+
+canonical::Error prompt_mixed_error(size_t i, const json::Value& element,
+                                    std::string_view expected) {
+    return bad_request("'prompt' mixes element types: prompt[" + std::to_string(i) + "] is " +
+                           std::string(json::type_name(element)) + " where " +
+                           std::string(expected) +
+                           " was expected; send a list of strings, a list of token ids or a "
+                           "list of token-id lists",
+                       "prompt");
+}
+
+std::optional<canonical::Error> read_token_ids(const json::Value& list, std::string_view path,
+                                               std::vector<int64_t>& out) {
+    out.reserve(list.Size());
+    for (rapidjson::SizeType i = 0; i < list.Size(); ++i) {
+        if (!is_token_id(list[i])) {
+            return bad_request("'" + std::string(path) + "[" + std::to_string(i) +
+                                   "]' must be a token id (an integer >= 0), got " +
+                                   json::to_string(list[i]),
+                               "prompt");
+        }
+        out.push_back(list[i].GetInt64());
+    }
+    return std::nullopt;
+}
+
+// prompt: string | [string] | [int] | [[int]] (api-dialects §2.3). A single [int] is ONE
+// tokenized prompt, not a batch; the list forms are batches even with one element.
+std::optional<canonical::Error> decode_prompt(const json::Value& v, GenerationRequest& req) {
+    if (v.IsString()) {
+        Prompt& p = req.prompts.emplace_back();
+        p.text.assign(v.GetString(), v.GetStringLength());
+        return std::nullopt;
+    }
+    if (!v.IsArray()) {
+        return prompt_type_error(json::type_name(v));
+    }
+    if (v.Empty()) {
+        return bad_request(
+            "'prompt' must not be an empty list; send a string or at least one prompt", "prompt");
+    }
+    const json::Value& first = v[0];
+    if (first.IsString()) {
+        req.prompt_is_list = true;
+        req.prompts.reserve(v.Size());
+        for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
+            if (!v[i].IsString()) {
+                return prompt_mixed_error(i, v[i], "a string");
+            }
+            req.prompts.emplace_back().text.assign(v[i].GetString(), v[i].GetStringLength());
+        }
+        return std::nullopt;
+    }
+    if (first.IsNumber()) {
+        Prompt& p = req.prompts.emplace_back();
+        p.is_tokens = true;
+        for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
+            if (!v[i].IsNumber()) {
+                return prompt_mixed_error(i, v[i], "a token id");
+            }
+        }
+        return read_token_ids(v, "prompt", p.token_ids);
+    }
+    if (first.IsArray()) {
+        req.prompt_is_list = true;
+        req.prompts.reserve(v.Size());
+        for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
+            if (!v[i].IsArray()) {
+                return prompt_mixed_error(i, v[i], "a list of token ids");
+            }
+            const std::string path = "prompt[" + std::to_string(i) + "]";
+            if (v[i].Empty()) {
+                return bad_request("'" + path +
+                                       "' is an empty token list; send at least one "
+                                       "token id per prompt",
+                                   "prompt");
+            }
+            Prompt& p = req.prompts.emplace_back();
+            p.is_tokens = true;
+            if (auto err = read_token_ids(v[i], path, p.token_ids)) {
+                return err;
+            }
+        }
+        return std::nullopt;
+    }
+    return prompt_type_error("a list whose first element is " +
+                             std::string(json::type_name(first)));
+}
+
+constexpr std::string_view kRoles[] = {"system", "developer", "user", "assistant", "tool"};
+
+// One message's content: a string, null, or an array of parts whose text parts are joined with
+// "\n" (as vLLM joins them before applying the chat template). Non-text parts are only flagged:
+// a same-dialect pass-through forwards them untouched; a translation refuses the request.
+std::optional<canonical::Error> decode_content(const json::Value& content, const std::string& path,
+                                               ChatMessage& msg, GenerationRequest& req) {
+    if (content.IsNull()) {
+        return std::nullopt;
+    }
+    if (content.IsString()) {
+        msg.content.assign(content.GetString(), content.GetStringLength());
+        return std::nullopt;
+    }
+    if (!content.IsArray()) {
+        return bad_request("'" + path +
+                               "' must be a string, an array of content parts or null, "
+                               "got " +
+                               std::string(json::type_name(content)),
+                           path);
+    }
+    bool first_text = true;
+    for (rapidjson::SizeType j = 0; j < content.Size(); ++j) {
+        const json::Value& part = content[j];
+        const std::string part_path = path + "[" + std::to_string(j) + "]";
+        const json::Value* type = json::find(part, "type");
+        if (type == nullptr || !type->IsString()) {
+            return bad_request("'" + part_path +
+                                   ".type' is required: send content parts as "
+                                   "objects like {\"type\": \"text\", \"text\": \"...\"}",
+                               part_path + ".type");
+        }
+        if (json::view(*type) != "text") {
+            req.non_text_content = true;
+            continue;
+        }
+        const json::Value* text = json::find(part, "text");
+        if (text == nullptr || !text->IsString()) {
+            return bad_request("'" + part_path + ".text' must be a string in a text part",
+                               part_path + ".text");
+        }
+        if (!first_text) {
+            msg.content.push_back('\n');
+        }
+        first_text = false;
+        msg.content.append(text->GetString(), text->GetStringLength());
+    }
+    return std::nullopt;
+}
+
+std::optional<canonical::Error> decode_messages(const json::Value* messages,
+                                                GenerationRequest& req) {
+    if (messages == nullptr || messages->IsNull()) {
+        return bad_request(
+            "'messages' is required: send a non-empty array of "
+            "{\"role\", \"content\"} objects",
+            "messages");
+    }
+    if (!messages->IsArray() || messages->Empty()) {
+        return bad_request(
+            "'messages' must be a non-empty array of {\"role\", \"content\"} "
+            "objects, got " +
+                std::string(messages->IsArray() ? "an empty array" : json::type_name(*messages)),
+            "messages");
+    }
+    req.messages.reserve(messages->Size());
+    for (rapidjson::SizeType i = 0; i < messages->Size(); ++i) {
+        const json::Value& m = (*messages)[i];
+        const std::string path = "messages[" + std::to_string(i) + "]";
+        if (!m.IsObject()) {
+            return bad_request("'" + path + "' must be an object with 'role' and 'content', got " +
+                                   std::string(json::type_name(m)),
+                               path);
+        }
+        ChatMessage& msg = req.messages.emplace_back();
+        const json::Value* role = json::find(m, "role");
+        if (role == nullptr || !role->IsString() ||
+            std::find(std::begin(kRoles), std::end(kRoles), json::view(*role)) ==
+                std::end(kRoles)) {
+            return bad_request(
+                "'" + path +
+                    ".role' must be one of system, developer, user, "
+                    "assistant, tool, got " +
+                    (role == nullptr ? std::string("nothing") : json::to_string(*role)),
+                path + ".role");
+        }
+        msg.role.assign(role->GetString(), role->GetStringLength());
+        if (const json::Value* content = json::find(m, "content"); content != nullptr) {
+            if (auto err = decode_content(*content, path + ".content", msg, req)) {
+                return err;
+            }
+        }
+        std::optional<canonical::Error> err;
+        if (auto name = json::get_string(m, "name", path + ".name", err)) {
+            msg.name = std::move(*name);
+        }
+        if (err) {
+            return err;
+        }
+    }
+    return std::nullopt;
+}
+
+// stop: a string or a list of strings.
+std::optional<canonical::Error> decode_stop(const json::Value* stop, SamplingParams& s) {
+    if (stop == nullptr || stop->IsNull()) {
+        return std::nullopt;
+    }
+    if (stop->IsString()) {
+        s.stop.emplace_back(stop->GetString(), stop->GetStringLength());
+        return std::nullopt;
+    }
+    if (stop->IsArray()) {
+        s.stop.reserve(stop->Size());
+        for (const json::Value& item : stop->GetArray()) {
+            if (!item.IsString()) {
+                s.stop.clear();
+                break;
+            }
+            s.stop.emplace_back(item.GetString(), item.GetStringLength());
+        }
+        if (s.stop.size() == stop->Size()) {
+            return std::nullopt;
+        }
+    }
+    return bad_request(
+        "'stop' must be a string or a list of strings, got " + json::to_string(*stop), "stop");
+}
+
+std::optional<canonical::Error> decode_stop_token_ids(const json::Value* ids, SamplingParams& s) {
+    if (ids == nullptr || ids->IsNull()) {
+        return std::nullopt;
+    }
+    if (ids->IsArray()) {
+        s.stop_token_ids.reserve(ids->Size());
+        for (const json::Value& id : ids->GetArray()) {
+            if (!is_token_id(id)) {
+                break;
+            }
+            s.stop_token_ids.push_back(id.GetInt64());
+        }
+        if (s.stop_token_ids.size() == ids->Size()) {
+            return std::nullopt;
+        }
+    }
+    return bad_request("'stop_token_ids' must be a list of token ids (integers >= 0), got " +
+                           json::to_string(*ids),
+                       "stop_token_ids");
+}
+
+// stream_options: {include_usage, continuous_usage_stats}, only with stream: true.
+std::optional<canonical::Error> decode_stream_options(const json::Value& doc,
+                                                      GenerationRequest& req) {
+    const json::Value* opts = json::find(doc, "stream_options");
+    if (opts == nullptr || opts->IsNull()) {
+        return std::nullopt;
+    }
+    if (!opts->IsObject()) {
+        return bad_request(
+            "'stream_options' must be an object like {\"include_usage\": true}, "
+            "got " +
+                std::string(json::type_name(*opts)),
+            "stream_options");
+    }
+    // vLLM rejects only a non-empty object without streaming (an empty one is falsy in Python);
+    // do the same so that nothing vLLM accepts is refused here.
+    if (!req.stream && !opts->ObjectEmpty()) {
+        return bad_request(
+            "stream_options can only be set when stream is true; remove "
+            "'stream_options' or send \"stream\": true",
+            "stream_options");
+    }
+    FieldReader r(*opts);
+    req.include_usage = r.boolean("include_usage", "stream_options.include_usage").value_or(false);
+    req.continuous_usage =
+        r.boolean("continuous_usage_stats", "stream_options.continuous_usage_stats")
+            .value_or(false);
+    return std::move(r.error());
+}
+
+std::optional<canonical::Error> decode_sampling(const json::Value& doc, Api api,
+                                                GenerationRequest& req) {
+    FieldReader r(doc);
+    SamplingParams& s = req.sampling;
+    if (api == Api::chat) {
+        // max_completion_tokens is the current name; max_tokens is its deprecated alias.
+        const auto max_completion = r.integer("max_completion_tokens", "max_completion_tokens", 0);
+        const auto max_tokens = r.integer("max_tokens", "max_tokens", 0);
+        s.max_tokens = max_completion ? max_completion : max_tokens;
+    } else {
+        s.max_tokens = r.integer("max_tokens", "max_tokens", 0);
+    }
+    s.temperature = r.number("temperature", "temperature", 0.0, 2.0);
+    s.top_p = r.number("top_p", "top_p", 0.0, 1.0);
+    s.n = static_cast<int>(r.integer("n", "n", 1, 128).value_or(1));
+    s.seed = r.integer("seed", "seed");
+    s.presence_penalty = r.number("presence_penalty", "presence_penalty", -2.0, 2.0);
+    s.frequency_penalty = r.number("frequency_penalty", "frequency_penalty", -2.0, 2.0);
+    // Extensions of vLLM and SGLang (api-dialects §3.1, §4.8). top_k: -1 and 0 both mean off.
+    s.top_k = r.integer("top_k", "top_k", -1);
+    s.min_p = r.number("min_p", "min_p", 0.0, 1.0);
+    s.repetition_penalty = r.number("repetition_penalty", "repetition_penalty", 0.0, 2.0);
+    if (s.repetition_penalty && *s.repetition_penalty <= 0.0) {
+        r.fail(bad_request("'repetition_penalty' must be > 0 and <= 2 (1 means no penalty), got " +
+                               json::to_string(json::Value(*s.repetition_penalty)),
+                           "repetition_penalty"));
+    }
+    s.ignore_eos = r.boolean("ignore_eos", "ignore_eos");
+    s.min_tokens = r.integer("min_tokens", "min_tokens", 0);
+    s.skip_special_tokens = r.boolean("skip_special_tokens", "skip_special_tokens");
+
+    if (api == Api::chat) {
+        req.return_logprob = r.boolean("logprobs", "logprobs");
+        req.top_logprobs = r.integer("top_logprobs", "top_logprobs", 0, 20);
+        if (req.top_logprobs.value_or(0) > 0 && !req.return_logprob.value_or(false)) {
+            r.fail(bad_request("'top_logprobs' needs \"logprobs\": true; send both or neither",
+                               "top_logprobs"));
+        }
+    } else {
+        // Completions' logprobs is an int: the number of top alternatives per token.
+        req.top_logprobs = r.integer("logprobs", "logprobs", 0, 5);
+        if (req.top_logprobs) {
+            req.return_logprob = true;
+        }
+        req.echo = r.boolean("echo", "echo").value_or(false);
+    }
+    req.stream = r.boolean("stream", "stream").value_or(false);
+    if (r.error()) {
+        return std::move(r.error());
+    }
+    if (auto err = decode_stop(json::find(doc, "stop"), s)) {
+        return err;
+    }
+    return decode_stop_token_ids(json::find(doc, "stop_token_ids"), s);
+}
+
+}  // namespace
+
+Result<GenerationRequest> decode_request(std::string_view body, Api api) {
+    json::Document doc;
+    if (auto err = json::parse(body, doc)) {
+        return std::move(*err);
+    }
+    if (!doc.IsObject()) {
+        return bad_request("the request body must be a JSON object, got " +
+                           std::string(json::type_name(doc)));
+    }
+    GenerationRequest req;
+    req.dialect = dialect_of(api);
+    req.kind = api == Api::chat ? RequestKind::chat : RequestKind::completion;
+
+    std::optional<canonical::Error> err;
+    if (auto model = json::get_string(doc, "model", "model", err)) {
+        req.model = std::move(*model);
+    }
+    if (err) {
+        return std::move(*err);
+    }
+    if (api == Api::completions) {
+        const json::Value* prompt = json::find(doc, "prompt");
+        if (prompt == nullptr || prompt->IsNull()) {
+            return bad_request(
+                "'prompt' is required: send a string, a list of strings, a list "
+                "of token ids or a list of token-id lists",
+                "prompt");
+        }
+        if (auto e = decode_prompt(*prompt, req)) {
+            return std::move(*e);
+        }
+    } else if (auto e = decode_messages(json::find(doc, "messages"), req)) {
+        return std::move(*e);
+    }
+    if (auto e = decode_sampling(doc, api, req)) {
+        return std::move(*e);
+    }
+    if (auto e = decode_stream_options(doc, req)) {
+        return std::move(*e);
+    }
+    for (const auto& member : doc.GetObject()) {
+        const std::string_view key = json::view(member.name);
+        if (!is_known_key(key, api)) {
+            req.extras.push_back({std::string(key), json::to_string(member.value)});
+        }
+    }
+    return req;
+}
+
+}  // namespace infergate::translators::openai

@@ -1,0 +1,228 @@
+// Upstream side: the canonical request to a body for an OpenAI-compatible backend (OpenAI,
+// vLLM, SGLang's OpenAI layer, ...), with every client-dialect default made explicit.
+
+#include <type_traits>
+#include <utility>
+
+#include "translators/openai/request_codec.hpp"
+
+namespace infergate::translators::openai {
+
+using canonical::bad_request;
+using canonical::ChatMessage;
+using canonical::Prompt;
+using canonical::RequestKind;
+using canonical::SamplingParams;
+
+namespace {
+
+void write_token_ids(json::Writer& w, const std::vector<int64_t>& ids) {
+    w.StartArray();
+    for (const int64_t id : ids) {
+        w.Int64(id);
+    }
+    w.EndArray();
+}
+
+std::optional<canonical::Error> write_prompt(json::Writer& w, const GenerationRequest& req) {
+    if (req.prompts.empty()) {
+        return bad_request("the request has no prompt to send; send a prompt", "prompt");
+    }
+    const bool tokens = req.prompts.front().is_tokens;
+    for (const Prompt& p : req.prompts) {
+        if (p.is_tokens != tokens) {
+            return bad_request(
+                "a batch that mixes text and token-id prompts cannot be sent to an "
+                "OpenAI completions backend; send all text or all token ids",
+                "prompt");
+        }
+    }
+    write_key(w, "prompt");
+    const bool list = req.prompt_is_list || req.prompts.size() > 1;
+    if (!list) {
+        if (tokens) {
+            write_token_ids(w, req.prompts.front().token_ids);
+        } else {
+            write_string(w, req.prompts.front().text);
+        }
+        return std::nullopt;
+    }
+    w.StartArray();
+    for (const Prompt& p : req.prompts) {
+        if (tokens) {
+            write_token_ids(w, p.token_ids);
+        } else {
+            write_string(w, p.text);
+        }
+    }
+    w.EndArray();
+    return std::nullopt;
+}
+
+void write_messages(json::Writer& w, const GenerationRequest& req) {
+    write_key(w, "messages");
+    w.StartArray();
+    for (const ChatMessage& m : req.messages) {
+        w.StartObject();
+        write_key(w, "role");
+        write_string(w, m.role);
+        write_key(w, "content");
+        write_string(w, m.content);
+        if (!m.name.empty()) {
+            write_key(w, "name");
+            write_string(w, m.name);
+        }
+        w.EndObject();
+    }
+    w.EndArray();
+}
+
+template <class T>
+void write_opt(json::Writer& w, std::string_view key, const std::optional<T>& v) {
+    if (!v) {
+        return;
+    }
+    write_key(w, key);
+    if constexpr (std::is_same_v<T, double>) {
+        w.Double(*v);
+    } else if constexpr (std::is_same_v<T, bool>) {
+        w.Bool(*v);
+    } else {
+        w.Int64(*v);
+    }
+}
+
+void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRequest& req,
+                    const UpstreamOptions& options, Api api) {
+    // Always explicit: a backend's own default differs from what the client's dialect promised
+    // (an OpenAI completions client that omits max_tokens expects 16 tokens, not "until EOS").
+    const std::optional<int64_t> max_tokens = effective_max_tokens(s, req.dialect);
+    if (max_tokens) {
+        const bool legacy_name = api == Api::completions || options.flavor != Flavor::generic;
+        write_key(w, legacy_name ? "max_tokens" : "max_completion_tokens");
+        w.Int64(*max_tokens);
+    }
+    write_opt(w, "temperature", s.temperature);
+    write_opt(w, "top_p", s.top_p);
+    if (s.n != 1) {
+        write_key(w, "n");
+        w.Int(s.n);
+    }
+    if (!s.stop.empty()) {
+        write_key(w, "stop");
+        w.StartArray();
+        for (const std::string& stop : s.stop) {
+            write_string(w, stop);
+        }
+        w.EndArray();
+    }
+    write_opt(w, "seed", s.seed);
+    write_opt(w, "presence_penalty", s.presence_penalty);
+    write_opt(w, "frequency_penalty", s.frequency_penalty);
+    if (api == Api::completions && req.echo) {
+        write_key(w, "echo");
+        w.Bool(true);
+    }
+    if (req.return_logprob.value_or(false)) {
+        if (api == Api::completions) {
+            write_key(w, "logprobs");
+            w.Int64(req.top_logprobs.value_or(0));
+        } else {
+            write_key(w, "logprobs");
+            w.Bool(true);
+            write_opt(w, "top_logprobs", req.top_logprobs);
+        }
+    }
+    write_opt(w, "top_k", s.top_k);
+    write_opt(w, "min_p", s.min_p);
+    write_opt(w, "repetition_penalty", s.repetition_penalty);
+    write_opt(w, "ignore_eos", s.ignore_eos);
+    write_opt(w, "min_tokens", s.min_tokens);
+    if (!s.stop_token_ids.empty()) {
+        write_key(w, "stop_token_ids");
+        write_token_ids(w, s.stop_token_ids);
+    }
+    write_opt(w, "skip_special_tokens", s.skip_special_tokens);
+}
+
+}  // namespace
+
+Result<std::string> encode_request(const GenerationRequest& req, const UpstreamOptions& options,
+                                   Api api) {
+    if (api == Api::completions && req.kind == RequestKind::chat) {
+        return bad_request(
+            "a chat request cannot be sent to a completions backend route "
+            "(/v1/completions): the chat template would not be applied; route chat "
+            "requests to a chat backend (/v1/chat/completions)",
+            "messages");
+    }
+    if (api == Api::chat && req.kind == RequestKind::completion) {
+        return bad_request(
+            "a raw prompt cannot be sent to a chat route faithfully: the backend "
+            "(/v1/chat/completions) would wrap it in a user turn and apply the "
+            "chat template; route raw-prompt requests to a completions backend",
+            "prompt");
+    }
+    if (api == Api::chat && req.non_text_content &&
+        req.dialect != canonical::Dialect::openai_chat) {
+        return bad_request(
+            "messages with non-text content parts (images, audio, files) cannot "
+            "be translated to another dialect; send text-only content",
+            "messages");
+    }
+    const SamplingParams* sampling = shared_sampling(req);
+    if (sampling == nullptr) {
+        return bad_request(
+            "per-item sampling_params differ; an OpenAI backend takes one set per "
+            "request — send one sampling_params object",
+            "sampling_params");
+    }
+
+    std::string body;
+    body.reserve(256 + (req.prompts.empty() ? 0 : req.prompts.front().text.size()) +
+                 (req.messages.empty() ? 0 : req.messages.back().content.size()));
+    json::StringOut os{&body};
+    json::Writer w(os);
+    w.StartObject();
+    const std::string& model = options.model.empty() ? req.model : options.model;
+    if (!model.empty()) {
+        write_key(w, "model");
+        write_string(w, model);
+    }
+    if (api == Api::completions) {
+        if (auto err = write_prompt(w, req)) {
+            return std::move(*err);
+        }
+    } else {
+        write_messages(w, req);
+    }
+    write_sampling(w, *sampling, req, options, api);
+    // Unknown keys only survive to a backend of the family they were written for.
+    if (req.dialect == canonical::Dialect::openai_completions ||
+        req.dialect == canonical::Dialect::openai_chat) {
+        for (const canonical::Extra& extra : req.extras) {
+            write_key(w, extra.key);
+            json::write_raw(w, extra.json);
+        }
+    }
+    if (options.stream) {
+        // Always ask for usage: metrics need the backend's own counts, and the client-side
+        // encoder drops the usage chunk again when the client did not ask for it. Never send
+        // stream_options without streaming: vLLM answers 400.
+        write_key(w, "stream");
+        w.Bool(true);
+        write_key(w, "stream_options");
+        w.StartObject();
+        write_key(w, "include_usage");
+        w.Bool(true);
+        if (options.flavor != Flavor::generic) {
+            write_key(w, "continuous_usage_stats");
+            w.Bool(true);
+        }
+        w.EndObject();
+    }
+    w.EndObject();
+    return body;
+}
+
+}  // namespace infergate::translators::openai

@@ -1,0 +1,201 @@
+#include "translators/openai/response_codec.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace infergate::translators::openai {
+
+using canonical::Choice;
+using canonical::SamplingParams;
+using canonical::Usage;
+
+namespace {
+
+// The aggregate usage to report: the result's own, or, when a decoder only had per-choice
+// counts, their sum with the prompt counted once per prompt (every `n` choices share one).
+Usage response_usage(const GenerationResult& result, int n) {
+    if (usage_known(result.usage)) {
+        return result.usage;
+    }
+    Usage total;
+    const int per_prompt = n > 0 ? n : 1;
+    for (const Choice& c : result.choices) {
+        if (c.usage.completion_tokens) {
+            total.completion_tokens =
+                total.completion_tokens.value_or(0) + *c.usage.completion_tokens;
+        }
+        if (c.index % per_prompt == 0) {
+            if (c.usage.prompt_tokens) {
+                total.prompt_tokens = total.prompt_tokens.value_or(0) + *c.usage.prompt_tokens;
+            }
+            if (c.usage.cached_tokens) {
+                total.cached_tokens = total.cached_tokens.value_or(0) + *c.usage.cached_tokens;
+            }
+        }
+    }
+    return total;
+}
+
+// echo: the prompt goes in front of the text. Choices of one prompt are `n` apart
+// (index = prompt_index * n + j, as OpenAI and vLLM number them). Token prompts cannot be echoed
+// as text without the model's tokenizer, so they are not.
+const canonical::Prompt* echoed_prompt(const Choice& c, const GenerationRequest& req, Api api) {
+    if (api != Api::completions || !req.echo) {
+        return nullptr;
+    }
+    const int n = req.sampling.n > 0 ? req.sampling.n : 1;
+    const size_t prompt_index = static_cast<size_t>(std::max(c.index, 0) / n);
+    if (prompt_index >= req.prompts.size() || req.prompts[prompt_index].is_tokens) {
+        return nullptr;
+    }
+    return &req.prompts[prompt_index];
+}
+
+void write_finish(json::Writer& w, const canonical::FinishReason& finish) {
+    write_key(w, "finish_reason");
+    const std::string_view name = finish_reason_name(finish.kind);
+    if (name.empty()) {
+        w.Null();
+    } else {
+        write_string(w, name);
+    }
+}
+
+}  // namespace
+
+void encode_response(const GenerationResult& result, const GenerationRequest& req, std::string& out,
+                     Api api) {
+    size_t text_size = 0;
+    for (const Choice& c : result.choices) {
+        text_size += c.text.size();
+    }
+    out.reserve(out.size() + 256 + 128 * result.choices.size() + text_size);
+    json::StringOut os{&out};
+    json::Writer w(os);
+    w.StartObject();
+    write_key(w, "id");
+    write_string(w, result.id);
+    write_key(w, "object");
+    write_string(w, api == Api::chat ? "chat.completion" : "text_completion");
+    write_key(w, "created");
+    w.Int64(result.created);
+    write_key(w, "model");
+    write_string(w, result.model);
+    write_key(w, "choices");
+    w.StartArray();
+    std::string echoed;
+    for (const Choice& c : result.choices) {
+        w.StartObject();
+        write_key(w, "index");
+        w.Int(c.index);
+        if (api == Api::chat) {
+            write_key(w, "message");
+            w.StartObject();
+            write_key(w, "role");
+            write_string(w, "assistant");
+            write_key(w, "content");
+            write_string(w, c.text);
+            w.EndObject();
+        } else {
+            write_key(w, "text");
+            if (const canonical::Prompt* p = echoed_prompt(c, req, api)) {
+                echoed.assign(p->text).append(c.text);
+                write_string(w, echoed);
+            } else {
+                write_string(w, c.text);
+            }
+        }
+        write_key(w, "logprobs");
+        w.Null();
+        write_finish(w, c.finish);
+        w.EndObject();
+    }
+    w.EndArray();
+    const Usage usage = response_usage(result, req.sampling.n);
+    if (usage_known(usage)) {
+        write_key(w, "usage");
+        write_usage(w, usage);
+    }
+    w.EndObject();
+}
+
+void encode_error(const Error& error, std::string& out) {
+    json::StringOut os{&out};
+    json::Writer w(os);
+    w.StartObject();
+    write_key(w, "error");
+    write_error_object(w, error);
+    w.EndObject();
+}
+
+Result<GenerationResult> decode_response(std::string_view body, const GenerationRequest& req,
+                                         Api api) {
+    json::Document doc;
+    if (auto err = json::parse(body, doc, "backend response")) {
+        return upstream_error("the backend sent a malformed response: " + err->message);
+    }
+    if (!doc.IsObject()) {
+        return upstream_error("the backend response is " + std::string(json::type_name(doc)) +
+                              ", not a JSON object");
+    }
+    const json::Value* choices = json::find(doc, "choices");
+    if (choices == nullptr || !choices->IsArray()) {
+        if (const json::Value* e = json::find(doc, "error"); e != nullptr && !e->IsNull()) {
+            return read_upstream_error(doc);  // an error envelope sent with a 2xx status
+        }
+        return upstream_error("the backend response has no 'choices' array");
+    }
+    GenerationResult result;
+    if (const json::Value* id = json::find(doc, "id"); id != nullptr && id->IsString()) {
+        result.id = std::string(json::view(*id));
+    }
+    if (const json::Value* model = json::find(doc, "model");
+        model != nullptr && model->IsString()) {
+        result.model = std::string(json::view(*model));
+    }
+    if (const json::Value* created = json::find(doc, "created");
+        created != nullptr && created->IsInt64()) {
+        result.created = created->GetInt64();
+    }
+    const SamplingParams* sampling = shared_sampling(req);
+    const std::optional<int64_t> budget =
+        effective_max_tokens(sampling != nullptr ? *sampling : req.sampling, req.dialect);
+
+    result.choices.reserve(choices->Size());
+    for (rapidjson::SizeType i = 0; i < choices->Size(); ++i) {
+        const json::Value& item = (*choices)[i];
+        if (!item.IsObject()) {
+            return upstream_error("the backend response's choices[" + std::to_string(i) + "] is " +
+                                  std::string(json::type_name(item)) + ", not an object");
+        }
+        Choice& c = result.choices.emplace_back();
+        const json::Value* index = json::find(item, "index");
+        c.index = index != nullptr && index->IsInt() ? index->GetInt() : static_cast<int>(i);
+        const json::Value* text = nullptr;
+        if (api == Api::chat) {
+            if (const json::Value* message = json::find(item, "message")) {
+                text = json::find(*message, "content");
+            }
+        } else {
+            text = json::find(item, "text");
+        }
+        if (text != nullptr && text->IsString()) {
+            c.text.assign(text->GetString(), text->GetStringLength());
+        }
+        if (auto finish = read_finish(item, budget)) {
+            c.finish = std::move(*finish);
+        }
+    }
+    // TGI returns batch choices in completion order, not by index.
+    std::stable_sort(result.choices.begin(), result.choices.end(),
+                     [](const Choice& a, const Choice& b) { return a.index < b.index; });
+    if (const json::Value* usage = json::find(doc, "usage"); usage != nullptr) {
+        result.usage = read_usage(*usage);
+    }
+    if (result.choices.size() == 1) {
+        result.choices.front().usage = result.usage;
+    }
+    return result;
+}
+
+}  // namespace infergate::translators::openai

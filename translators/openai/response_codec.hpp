@@ -1,0 +1,20 @@
+#pragma once
+// Whole (non-streaming) responses and error bodies.
+
+#include <string>
+#include <string_view>
+
+#include "translators/codec.hpp"
+#include "translators/openai/common.hpp"
+
+namespace infergate::translators::openai {
+
+void encode_response(const GenerationResult& result, const GenerationRequest& req, std::string& out,
+                     Api api);
+
+void encode_error(const Error& error, std::string& out);
+
+Result<GenerationResult> decode_response(std::string_view body, const GenerationRequest& req,
+                                         Api api);
+
+}  // namespace infergate::translators::openai

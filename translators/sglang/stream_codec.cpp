@@ -1,0 +1,324 @@
+// SGLang /generate streams: SSE `data: {...}` events whose text and completion_tokens are
+// CUMULATIVE, ended by `data: [DONE]` (api-dialects §4.6, §10.2). The canonical stream carries
+// deltas, so the client side re-accumulates and the upstream side diffs.
+
+#include "translators/sglang/codec_impl.hpp"
+#include "translators/sglang/wire.hpp"
+
+namespace infergate::translators::sglang {
+
+namespace {
+
+using canonical::ChoiceState;
+using canonical::FinishKind;
+using canonical::FinishReason;
+
+constexpr std::string_view kDone = "data: [DONE]\n\n";
+
+// An upstream "index" beyond this is treated as garbage rather than trusted to size the state
+// (each choice costs memory for the rest of the stream).
+constexpr int64_t kMaxChoices = 16384;
+
+// ---- client side -----------------------------------------------------------------------------
+
+std::string_view event_id(const StreamState& s, size_t i, const ChoiceState& c) {
+    if (i < s.request_ids.size()) {
+        return s.request_ids[i];  // SGLang echoes the client's rid as meta_info.id
+    }
+    return c.id.empty() ? std::string_view(s.id) : std::string_view(c.id);
+}
+
+// One SGLang event for choice `i`: the whole text so far, meta_info with the running counts and,
+// in a batch, the choice's index. These are framing::write_sse_data's bytes, written in place:
+// the cumulative text is re-sent on every event, so an extra copy per event would double the
+// work on long generations.
+void write_event(const StreamState& s, size_t i, const FinishReason* finish, std::string& out) {
+    const ChoiceState& c = s.choices[i];
+    wire::ensure_room(out, c.text.size() + 200);
+    out.append("data: ");
+    {
+        wire::OutWriter w(out);
+        w->StartObject();
+        wire::key(*w, "text");
+        wire::string(*w, c.text);
+        wire::key(*w, "meta_info");
+        wire::meta_info(*w, event_id(s, i, c), finish, c.prompt_tokens, c.completion_tokens,
+                        c.cached_tokens);
+        if (s.batch) {
+            wire::key(*w, "index");
+            w->Uint64(i);
+        }
+        w->EndObject();
+    }
+    out.append("\n\n");
+}
+
+void flush_held(StreamState& s, std::string& out) {
+    for (size_t i = 0; i < s.choices.size(); ++i) {
+        ChoiceState& c = s.choices[i];
+        if (c.held_finish && !c.finished) {
+            write_event(s, i, &*c.held_finish, out);
+            c.finished = true;
+        }
+        c.held_finish.reset();
+    }
+}
+
+void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
+    const size_t i = event.index > 0 ? static_cast<size_t>(event.index) : 0;
+    ChoiceState& c = s.choice(static_cast<int>(i));
+    if (c.finished) {
+        return;  // a finish went out: SGLang clients stop reading this choice there
+    }
+    c.text.append(event.text);
+    if (event.usage.completion_tokens) {
+        c.completion_tokens = *event.usage.completion_tokens;
+        c.tokens_exact = true;
+    } else if (!event.text.empty()) {
+        // A delta upstream without running counts: one chunk is roughly one token. SGLang
+        // clients read completion_tokens on every event, so an estimate beats nothing, and the
+        // final event waits for the real count (see held_finish).
+        ++c.completion_tokens;
+        c.tokens_exact = false;
+    }
+    if (event.usage.prompt_tokens) {
+        c.prompt_tokens = event.usage.prompt_tokens;
+    }
+    if (event.usage.cached_tokens) {
+        c.cached_tokens = event.usage.cached_tokens;
+    }
+    if (!event.text.empty()) {
+        s.content_seen = true;
+    }
+    if (event.finish && event.finish->kind != FinishKind::none) {
+        if (c.tokens_exact) {
+            write_event(s, i, &*event.finish, out);
+            c.finished = true;
+            c.held_finish.reset();
+            return;
+        }
+        // The final event is the one clients take their token counts from; hold it until the
+        // upstream's usage report (or the end of the stream) makes them exact.
+        c.held_finish = *event.finish;
+    }
+    if (!event.text.empty()) {
+        write_event(s, i, nullptr, out);
+    }
+}
+
+void encode_usage(const StreamEvent& event, StreamState& s, std::string& out) {
+    s.usage = event.usage;
+    s.usage_final = true;
+    const canonical::Usage& u = event.usage;
+    if (s.choices.size() == 1) {
+        ChoiceState& c = s.choices.front();
+        if (u.completion_tokens) {
+            c.completion_tokens = *u.completion_tokens;
+            c.tokens_exact = true;
+        }
+        if (u.prompt_tokens) {
+            c.prompt_tokens = u.prompt_tokens;
+        }
+        if (u.cached_tokens) {
+            c.cached_tokens = u.cached_tokens;
+        }
+    } else if (!s.choices.empty() && s.choices.size() <= static_cast<size_t>(s.n)) {
+        // Several samples of one prompt: the aggregate's prompt count is every choice's, while
+        // the completion total cannot be split, so the per-choice estimates stay.
+        for (ChoiceState& c : s.choices) {
+            if (!c.prompt_tokens) {
+                c.prompt_tokens = u.prompt_tokens;
+            }
+            if (!c.cached_tokens) {
+                c.cached_tokens = u.cached_tokens;
+            }
+        }
+    }
+    flush_held(s, out);
+}
+
+// ---- upstream side ---------------------------------------------------------------------------
+
+StreamEvent error_event(Error error) {
+    StreamEvent ev;
+    ev.type = StreamEvent::Type::error;
+    ev.error = std::move(error);
+    return ev;
+}
+
+std::optional<int> status_of(const json::Value& obj) {
+    for (const std::string_view key : {"code", "status_code"}) {
+        const json::Value* v = json::find(obj, key);
+        if (v != nullptr && v->IsInt() && v->GetInt() >= 400 && v->GetInt() <= 599) {
+            return v->GetInt();
+        }
+    }
+    return std::nullopt;
+}
+
+// SGLang's in-band error: {"error": {"message": ...}} (a ValueError after the stream started).
+Error read_stream_error(const json::Value& doc, const json::Value& error) {
+    Error e = wire::upstream_error({});
+    const json::Value* message = error.IsObject() ? json::find(error, "message") : &error;
+    if (message != nullptr && message->IsString()) {
+        e.message.assign(message->GetString(), message->GetStringLength());
+    } else {
+        e.message = "the SGLang backend reported an error: " + json::to_string(error);
+    }
+    std::optional<int> status = error.IsObject() ? status_of(error) : std::nullopt;
+    if (!status) {
+        status = status_of(doc);
+    }
+    if (status) {
+        e.status = *status;
+        if (*status < 500) {
+            e.type = *status == 429 ? "rate_limit_error" : "invalid_request_error";
+        }
+    }
+    return e;
+}
+
+}  // namespace
+
+// ---- client side -----------------------------------------------------------------------------
+
+void SglangCodec::encode_stream_event(const StreamEvent& event, StreamState& state,
+                                      std::string& out) const {
+    if (state.ended) {
+        return;
+    }
+    switch (event.type) {
+        case StreamEvent::Type::chunk: encode_chunk(event, state, out); break;
+        case StreamEvent::Type::usage: encode_usage(event, state, out); break;
+        case StreamEvent::Type::done: break;  // encode_stream_end writes the terminator once
+        case StreamEvent::Type::error: encode_stream_error(event.error, state, out); break;
+    }
+}
+
+void SglangCodec::encode_stream_end(StreamState& state, std::string& out) const {
+    if (state.ended) {
+        return;
+    }
+    flush_held(state, out);
+    out.append(kDone);
+    state.ended = true;
+}
+
+void SglangCodec::encode_stream_error(const Error& error, StreamState& state,
+                                      std::string& out) const {
+    if (state.ended) {
+        return;
+    }
+    // Finishes that already happened are facts; send them before the error ends the stream.
+    flush_held(state, out);
+    out.append("data: ");
+    encode_error(error, out);
+    out.append("\n\n");
+    // SGLang itself still sends [DONE] after an in-band error (api-dialects §4.6).
+    out.append(kDone);
+    state.ended = true;
+}
+
+// ---- upstream side ---------------------------------------------------------------------------
+
+void SglangCodec::decode_stream_event(std::string_view data, StreamState& state,
+                                      std::vector<StreamEvent>& out) const {
+    while (!data.empty() && (data.back() == ' ' || data.back() == '\r' || data.back() == '\n')) {
+        data.remove_suffix(1);
+    }
+    if (data == "[DONE]") {
+        StreamEvent ev;
+        ev.type = StreamEvent::Type::done;
+        out.push_back(std::move(ev));
+        return;
+    }
+    json::Document doc;
+    if (auto err = json::parse(data, doc, "the stream event")) {
+        out.push_back(error_event(
+            wire::upstream_error("the SGLang backend sent malformed stream data: " +
+                                 err->message)));
+        return;
+    }
+    if (!doc.IsObject()) {
+        out.push_back(error_event(wire::upstream_error(
+            "the SGLang backend sent malformed stream data: an event that is " +
+            std::string(json::type_name(doc)) + ", not an object")));
+        return;
+    }
+    if (const json::Value* error = json::find(doc, "error"); error != nullptr) {
+        out.push_back(error_event(read_stream_error(doc, *error)));
+        return;
+    }
+
+    int64_t index = 0;
+    if (const json::Value* v = json::find(doc, "index"); v != nullptr && !v->IsNull()) {
+        if (!v->IsInt64() || v->GetInt64() < 0 || v->GetInt64() >= kMaxChoices) {
+            out.push_back(error_event(wire::upstream_error(
+                "the SGLang backend sent malformed stream data: 'index' is " +
+                json::to_string(*v) + ", not a choice index")));
+            return;
+        }
+        index = v->GetInt64();
+    }
+    const json::Value* text = json::find(doc, "text");
+    if (text == nullptr || !text->IsString()) {
+        out.push_back(error_event(wire::upstream_error(
+            "the SGLang backend sent malformed stream data: an event without a 'text' string "
+            "(is it running with --skip-tokenizer-init?)")));
+        return;
+    }
+
+    StreamEvent ev;
+    ev.type = StreamEvent::Type::chunk;
+    ev.index = static_cast<int>(index);
+    ChoiceState& c = state.choice(ev.index);
+    const std::string_view now(text->GetString(), text->GetStringLength());
+    if (now.size() >= c.text.size() && now.compare(0, c.text.size(), c.text) == 0) {
+        // The old text was a whole JSON string, so the cut falls on a code point boundary.
+        ev.text.assign(now.substr(c.text.size()));
+        c.text.append(ev.text);
+    } else {
+        // A trimmed stop string or a detokenizer correction: what went out cannot be taken back
+        // in a delta protocol, so send nothing for it and diff later events against the new text.
+        c.text.assign(now);
+    }
+
+    const json::Value* meta = json::find(doc, "meta_info");
+    if (meta != nullptr && meta->IsObject()) {
+        if (auto message = wire::read_counts(*meta, ev.usage)) {
+            out.push_back(error_event(wire::upstream_error(
+                "the SGLang backend sent malformed stream data: " + *message)));
+            return;
+        }
+        if (ev.usage.completion_tokens) {
+            c.completion_tokens = *ev.usage.completion_tokens;
+            c.tokens_exact = true;
+        }
+        if (ev.usage.prompt_tokens) {
+            c.prompt_tokens = ev.usage.prompt_tokens;
+        }
+        if (ev.usage.cached_tokens) {
+            c.cached_tokens = ev.usage.cached_tokens;
+        }
+        if (const json::Value* id = json::find(*meta, "id");
+            id != nullptr && id->IsString() && c.id.empty()) {
+            c.id.assign(id->GetString(), id->GetStringLength());
+        }
+        if (const json::Value* f = json::find(*meta, "finish_reason"); f != nullptr) {
+            FinishReason finish;
+            if (!wire::read_finish_reason(*f, finish)) {
+                out.push_back(error_event(wire::upstream_error(
+                    "the SGLang backend sent malformed stream data: meta_info.finish_reason is " +
+                    json::to_string(*f))));
+                return;
+            }
+            if (finish.kind != FinishKind::none && !c.finished) {
+                ev.finish = std::move(finish);
+                c.finished = true;
+            }
+        }
+    }
+    out.push_back(std::move(ev));
+}
+
+}  // namespace infergate::translators::sglang

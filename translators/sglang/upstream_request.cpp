@@ -1,0 +1,214 @@
+// SGLang POST /generate requests to a real SGLang server: the canonical request written with only
+// the keys SGLang accepts, and the client dialect's defaults made explicit (api-dialects §4.3,
+// §4.4, §10.4, §10.5).
+
+#include "translators/sglang/codec_impl.hpp"
+#include "translators/sglang/wire.hpp"
+
+namespace infergate::translators::sglang {
+
+namespace {
+
+using canonical::bad_request;
+using canonical::Extra;
+using canonical::Prompt;
+using canonical::RequestKind;
+using canonical::SamplingParams;
+
+// The output length the client expects when it named none (api-dialects §10.4): SGLang's own
+// default is 128, so an OpenAI-completions client that omits max_tokens must get 16 explicitly.
+std::optional<int64_t> client_default_max_tokens(canonical::Dialect d) {
+    switch (d) {
+        case canonical::Dialect::openai_completions: return 16;
+        case canonical::Dialect::openai_chat:  // "model maximum": leave it to the server
+        case canonical::Dialect::sglang: return std::nullopt;  // same dialect: same default
+    }
+    return std::nullopt;
+}
+
+void number_field(wire::Writer& w, std::string_view key, const std::optional<double>& v) {
+    if (v) {
+        wire::key(w, key);
+        w.Double(*v);
+    }
+}
+
+void int_field(wire::Writer& w, std::string_view key, const std::optional<int64_t>& v) {
+    if (v) {
+        wire::key(w, key);
+        w.Int64(*v);
+    }
+}
+
+void bool_field(wire::Writer& w, std::string_view key, const std::optional<bool>& v) {
+    if (v) {
+        wire::key(w, key);
+        w.Bool(*v);
+    }
+}
+
+// Writes only keys SGLang's SamplingParams accepts: anything else fails the request there.
+void write_sampling(wire::Writer& w, const SamplingParams& sp, const GenerationRequest& req) {
+    w.StartObject();
+    int_field(w, "max_new_tokens",
+              sp.max_tokens ? sp.max_tokens : client_default_max_tokens(req.dialect));
+    int_field(w, "min_new_tokens", sp.min_tokens);
+    number_field(w, "temperature", sp.temperature);
+    number_field(w, "top_p", sp.top_p);
+    if (sp.top_k) {
+        // vLLM-style clients disable top-k with 0, which SGLang rejects; -1 means the same there.
+        wire::key(w, "top_k");
+        w.Int64(*sp.top_k == 0 ? -1 : *sp.top_k);
+    }
+    number_field(w, "min_p", sp.min_p);
+    number_field(w, "frequency_penalty", sp.frequency_penalty);
+    number_field(w, "presence_penalty", sp.presence_penalty);
+    number_field(w, "repetition_penalty", sp.repetition_penalty);
+    int_field(w, "sampling_seed", sp.seed);
+    bool_field(w, "ignore_eos", sp.ignore_eos);
+    bool_field(w, "skip_special_tokens", sp.skip_special_tokens);
+    if (!sp.stop.empty()) {
+        wire::key(w, "stop");
+        w.StartArray();
+        for (const std::string& s : sp.stop) {
+            wire::string(w, s);
+        }
+        w.EndArray();
+    }
+    if (!sp.stop_token_ids.empty()) {
+        wire::key(w, "stop_token_ids");
+        w.StartArray();
+        for (const int64_t id : sp.stop_token_ids) {
+            w.Int64(id);
+        }
+        w.EndArray();
+    }
+    if (sp.n != 1) {
+        wire::key(w, "n");
+        w.Int(sp.n);
+    }
+    for (const Extra& e : req.sampling_extras) {
+        // Filtered again here because other decoders may fill sampling_extras too.
+        if (!e.json.empty() && wire::is_passthrough_sampling_key(e.key)) {
+            wire::key(w, e.key);
+            w.RawValue(e.json.data(), e.json.size(), rapidjson::kObjectType);
+        }
+    }
+    w.EndObject();
+}
+
+void write_prompt(wire::Writer& w, const Prompt& p) {
+    if (!p.is_tokens) {
+        wire::string(w, p.text);
+        return;
+    }
+    w.StartArray();
+    for (const int64_t id : p.token_ids) {
+        w.Int64(id);
+    }
+    w.EndArray();
+}
+
+// Top-level keys this encoder writes itself (or must never send); a pass-through extra must not
+// duplicate them. return_logprob and top_logprobs_num may legitimately arrive as per-item lists in
+// `extras`, which the canonical fields cannot hold.
+bool is_written_top_level(std::string_view key, const GenerationRequest& req) {
+    if (key == "return_logprob") {
+        return req.return_logprob.has_value();
+    }
+    if (key == "top_logprobs_num") {
+        return req.top_logprobs.has_value();
+    }
+    return key == "text" || key == "input_ids" || key == "input_embeds" ||
+           key == "sampling_params" || key == "stream" || key == "rid" || key == "model";
+}
+
+}  // namespace
+
+Result<std::string> SglangCodec::encode_request(const GenerationRequest& req,
+                                                const UpstreamOptions& options) const {
+    if (req.kind == RequestKind::chat) {
+        return bad_request("chat requests go to SGLang's /v1/chat/completions: /generate takes "
+                           "raw text or token ids and applies no chat template",
+                           "messages");
+    }
+    if (req.echo) {
+        return bad_request("SGLang's /generate cannot echo the prompt; use /v1/completions "
+                           "without 'echo'",
+                           "echo");
+    }
+    if (req.prompts.empty()) {
+        return bad_request("the request has no prompt", "prompt");
+    }
+    const bool tokens = req.prompts.front().is_tokens;
+    size_t prompt_bytes = 0;
+    for (const Prompt& p : req.prompts) {
+        if (p.is_tokens != tokens) {
+            return bad_request("SGLang's /generate cannot mix text and token-id prompts in one "
+                               "request; send them separately",
+                               "prompt");
+        }
+        prompt_bytes += p.is_tokens ? p.token_ids.size() * 8 : p.text.size() + 8;
+    }
+    if (!req.item_sampling.empty() && req.item_sampling.size() != req.prompts.size()) {
+        return bad_request("the request has " + std::to_string(req.item_sampling.size()) +
+                               " per-prompt sampling settings for " +
+                               std::to_string(req.prompts.size()) + " prompts",
+                           "sampling_params");
+    }
+    const bool single = !req.prompt_is_list && req.prompts.size() == 1;
+
+    std::string body;
+    body.reserve(prompt_bytes + 256);
+    wire::OutWriter w(body);
+    w->StartObject();
+    wire::key(*w, tokens ? "input_ids" : "text");
+    if (single) {
+        write_prompt(*w, req.prompts.front());
+    } else {
+        w->StartArray();
+        for (const Prompt& p : req.prompts) {
+            write_prompt(*w, p);
+        }
+        w->EndArray();
+    }
+    wire::key(*w, "sampling_params");
+    if (req.item_sampling.empty()) {
+        write_sampling(*w, req.sampling, req);
+    } else {
+        w->StartArray();
+        for (const SamplingParams& sp : req.item_sampling) {
+            write_sampling(*w, sp, req);
+        }
+        w->EndArray();
+    }
+    wire::key(*w, "stream");
+    w->Bool(options.stream);
+    if (!req.request_ids.empty()) {
+        wire::key(*w, "rid");
+        if (single && req.request_ids.size() == 1) {
+            wire::string(*w, req.request_ids.front());
+        } else {
+            w->StartArray();
+            for (const std::string& rid : req.request_ids) {
+                wire::string(*w, rid);
+            }
+            w->EndArray();
+        }
+    }
+    bool_field(*w, "return_logprob", req.return_logprob);
+    int_field(*w, "top_logprobs_num", req.top_logprobs);
+    if (req.dialect == Dialect::sglang) {
+        // Only an SGLang client's unknown keys mean anything to an SGLang server.
+        for (const Extra& e : req.extras) {
+            if (!e.json.empty() && !is_written_top_level(e.key, req)) {
+                wire::key(*w, e.key);
+                w->RawValue(e.json.data(), e.json.size(), rapidjson::kObjectType);
+            }
+        }
+    }
+    w->EndObject();
+    return body;
+}
+
+}  // namespace infergate::translators::sglang

@@ -1,0 +1,95 @@
+#pragma once
+// Internal to translators/sglang: the pieces of SGLang's wire format that the request, response
+// and stream codecs share (meta_info, the finish_reason object, the sampling-key whitelist).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <rapidjson/allocators.h>
+#include <rapidjson/writer.h>
+
+#include "translators/canonical/json.hpp"
+#include "translators/canonical/types.hpp"
+
+namespace infergate::translators::sglang::wire {
+
+using PoolAllocator = rapidjson::MemoryPoolAllocator<rapidjson::CrtAllocator>;
+using Writer =
+    rapidjson::Writer<json::StringOut, rapidjson::UTF8<>, rapidjson::UTF8<>, PoolAllocator>;
+
+// A JSON writer appending straight to `out`. RapidJSON's default writer heap-allocates its
+// nesting stack (and an allocator object) on first use; this one keeps the stack in an inline
+// buffer, so writing one stream event allocates nothing beyond the growth of `out`.
+class OutWriter {
+public:
+    explicit OutWriter(std::string& out)
+        : os_{&out}, pool_(buffer_, sizeof(buffer_)), writer_(os_, &pool_, kDepth) {}
+    OutWriter(const OutWriter&) = delete;
+    OutWriter& operator=(const OutWriter&) = delete;
+
+    Writer& operator*() { return writer_; }
+    Writer* operator->() { return &writer_; }
+
+private:
+    static constexpr size_t kDepth = 8;  // SGLang output nests 4 deep at most
+    // Room for the pool's chunk header plus kDepth writer levels (16 bytes each).
+    alignas(16) char buffer_[64 + kDepth * 16];
+    json::StringOut os_;
+    PoolAllocator pool_;
+    Writer writer_;
+};
+
+inline void key(Writer& w, std::string_view k) {
+    w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
+}
+inline void string(Writer& w, std::string_view s) {
+    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+inline void optional_int(Writer& w, const std::optional<int64_t>& v) {
+    if (v) {
+        w.Int64(*v);
+    } else {
+        w.Null();
+    }
+}
+
+// Grows `out` geometrically before appending about `extra` bytes (a bare reserve() may allocate
+// exactly, which turns many small appends into quadratic copying on some standard libraries).
+inline void ensure_room(std::string& out, size_t extra) {
+    const size_t need = out.size() + extra;
+    if (need > out.capacity()) {
+        out.reserve(need > 2 * out.capacity() ? need : 2 * out.capacity());
+    }
+}
+
+// SGLang's finish_reason object (api-dialects §4.5): {"type":"stop","matched":...},
+// {"type":"length","length":N}, {"type":"abort","message":...}, or null. `completion_tokens`
+// stands in for the length when the canonical reason does not carry the budget.
+void finish_reason(Writer& w, const canonical::FinishReason* finish,
+                   const std::optional<int64_t>& completion_tokens);
+
+// The stable meta_info keys, in SGLang's order: id, finish_reason, prompt_tokens,
+// completion_tokens, cached_tokens. Unknown counts are written as null, never guessed.
+void meta_info(Writer& w, std::string_view id, const canonical::FinishReason* finish,
+               const std::optional<int64_t>& prompt_tokens,
+               const std::optional<int64_t>& completion_tokens,
+               const std::optional<int64_t>& cached_tokens);
+
+// Reads meta_info.finish_reason: the object form (SGLang >= 0.3.1) or the older string form.
+// Returns false when the value is neither (the caller reports the upstream as broken).
+bool read_finish_reason(const json::Value& v, canonical::FinishReason& out);
+
+// Reads meta_info's prompt/completion/cached token counts into `usage`. Returns a message when a
+// count has the wrong type.
+std::optional<std::string> read_counts(const json::Value& meta_info, canonical::Usage& usage);
+
+// Keys of SGLang's SamplingParams that the canonical model does not name but that a real server
+// accepts; they travel as raw JSON in GenerationRequest::sampling_extras.
+bool is_passthrough_sampling_key(std::string_view key);
+
+// A 502 saying what was wrong with the SGLang backend's output.
+canonical::Error upstream_error(std::string message);
+
+}  // namespace infergate::translators::sglang::wire
