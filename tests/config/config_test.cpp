@@ -1,0 +1,119 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "config/config.hpp"
+
+using namespace infergate::config;
+
+namespace {
+bool has_error(const LoadResult& r, std::string_view text) {
+    return std::any_of(r.errors.begin(), r.errors.end(),
+                       [&](const std::string& e) { return e.find(text) != std::string::npos; });
+}
+}  // namespace
+
+TEST_CASE("a full config loads with every value in place") {
+    auto r = load_yaml_text(R"(
+listen: 127.0.0.1:31000
+threads: 2
+limits: {max_body_bytes: 4096}
+backends:
+  - name: gpu
+    url: https://vllm.internal:8443/base/
+    dialect: vllm
+    model: Qwen/Qwen2.5-7B
+    timeouts: {connect_ms: 100, first_byte_ms: 200, idle_ms: 300, total_ms: 400}
+models:
+  aliases:
+    fast: Qwen/Qwen2.5-7B
+)");
+    REQUIRE(r.errors.empty());
+    const Config& c = *r.config;
+    CHECK(c.listen_host == "127.0.0.1");
+    CHECK(c.listen_port == 31000);
+    CHECK(c.threads == 2);
+    CHECK(c.max_body_bytes == 4096);
+    const Backend& b = c.backend();
+    CHECK(b.name == "gpu");
+    CHECK(b.url.tls);
+    CHECK(b.url.host == "vllm.internal");
+    CHECK(b.url.port == 8443);
+    CHECK(b.url.base_path == "/base");
+    CHECK(b.dialect == BackendDialect::openai);
+    CHECK(b.timeouts.first_byte_ms == 200);
+    CHECK(b.timeouts.total_ms == 400);
+    REQUIRE(c.aliases.size() == 1);
+    CHECK(c.aliases[0].name == "fast");
+    CHECK(c.aliases[0].target == "Qwen/Qwen2.5-7B");
+}
+
+TEST_CASE("defaults: SGLang's port, generous timeouts") {
+    auto r = load_yaml_text("backends: [{url: 'http://127.0.0.1:8000'}]");
+    REQUIRE(r.errors.empty());
+    CHECK(r.config->listen_port == 30000);
+    CHECK(r.config->backend().dialect == BackendDialect::auto_detect);
+    CHECK(r.config->backend().timeouts.first_byte_ms >= 600000);
+    CHECK(r.config->backend().timeouts.total_ms == 0);
+}
+
+TEST_CASE("every error is collected with its path") {
+    auto r = load_yaml_text(R"(
+listen: nonsense
+threads: 0
+colour: blue
+backends:
+  - url: ftp://x
+    dialect: klingon
+    timeouts: {connect_ms: 0, idle_ms: abc}
+    extra: 1
+)");
+    CHECK_FALSE(r.config);
+    CHECK(has_error(r, "listen: must be HOST:PORT"));
+    CHECK(has_error(r, "threads: must be between 1 and 256"));
+    CHECK(has_error(r, "colour: unknown key"));
+    CHECK(has_error(r, "backends[0].url: 'ftp://x' is not an http:// or https:// URL"));
+    CHECK(has_error(r, "backends[0].dialect: must be one of auto, openai, sglang"));
+    CHECK(has_error(r, "backends[0].timeouts.connect_ms: must be > 0"));
+    CHECK(has_error(r, "backends[0].timeouts.idle_ms: cannot read 'abc' as an integer"));
+    CHECK(has_error(r, "backends[0].extra: unknown key"));
+    CHECK(r.errors.size() >= 8);
+}
+
+TEST_CASE("broken YAML says where") {
+    auto r = load_yaml_text("backends: [\n  {url: 'x'\n");
+    CHECK_FALSE(r.config);
+    REQUIRE_FALSE(r.errors.empty());
+    CHECK(r.errors[0].find("line") != std::string::npos);
+}
+
+TEST_CASE("a missing api key variable is an error") {
+    auto r = load_yaml_text(
+        "backends: [{url: 'http://h:1', api_key_env: INFERGATE_TEST_SURELY_UNSET_VAR}]");
+    CHECK(has_error(r, "INFERGATE_TEST_SURELY_UNSET_VAR is not set"));
+}
+
+TEST_CASE("URLs") {
+    std::string err;
+    auto u = parse_url("http://[::1]:9000", err);
+    REQUIRE(u);
+    CHECK(u->host == "::1");
+    CHECK(u->port == 9000);
+    CHECK(parse_url("https://api.example.com", err)->port == 443);
+    CHECK_FALSE(parse_url("http://host:99999", err));
+    CHECK(err.find("bad port") != std::string::npos);
+    CHECK_FALSE(parse_url("http://:80", err));
+}
+
+TEST_CASE("listen addresses") {
+    std::string host;
+    uint16_t port = 0;
+    std::string err;
+    CHECK(parse_listen(":0", host, port, err));
+    CHECK(host == "0.0.0.0");
+    CHECK(port == 0);
+    CHECK(parse_listen("[::1]:30000", host, port, err));
+    CHECK(host == "::1");
+    CHECK_FALSE(parse_listen("127.0.0.1", host, port, err));
+    CHECK_FALSE(parse_listen("127.0.0.1:x", host, port, err));
+}
