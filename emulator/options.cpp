@@ -1,5 +1,6 @@
 #include "emulator/options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -125,10 +126,21 @@ Options parse_command_line(int argc, char** argv) {
             continue;
         }
         // Every other option takes a value, as "--opt value" or "--opt=value".
+        static constexpr std::string_view kValued[] = {
+            "--listen",  "--dialect",          "--model",     "--max-model-len", "--ttft-ms",
+            "--itl-ms",  "--tokens-per-chunk", "--eos-after", "--fault",         "--fault-after",
+            "--threads",
+        };
         std::string_view name = arg;
         std::string_view value;
-        if (const auto eq = arg.find('='); eq != std::string_view::npos) {
+        const auto eq = arg.find('=');
+        if (eq != std::string_view::npos) {
             name = arg.substr(0, eq);
+        }
+        if (std::find(std::begin(kValued), std::end(kValued), name) == std::end(kValued)) {
+            fail("unknown option " + std::string(name));
+        }
+        if (eq != std::string_view::npos) {
             value = arg.substr(eq + 1);
         } else if (i + 1 < argc) {
             value = argv[++i];

@@ -269,9 +269,9 @@ void RecordScanner::overflow() {
 // would defeat the string's geometric growth on some standard libraries.
 
 void write_sse_data(std::string_view json, std::string& out) {
-    out.append("data: ");
+    begin_sse_data(out);
     out.append(json);
-    out.append("\n\n");
+    end_sse_data(out);
 }
 
 void write_sse_event(std::string_view name, std::string_view json, std::string& out) {

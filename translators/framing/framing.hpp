@@ -73,4 +73,11 @@ void write_sse_data(std::string_view json, std::string& out);              // "d
 void write_sse_event(std::string_view name, std::string_view json, std::string& out);
 void write_ndjson(std::string_view json, std::string& out);                // "J\n"
 
+// In-place form of write_sse_data for encoders that serialize JSON straight into `out`:
+// begin_sse_data(out); <append one line of JSON>; end_sse_data(out);
+inline void begin_sse_data(std::string& out) { out.append("data: "); }
+inline void end_sse_data(std::string& out) { out.append("\n\n"); }
+// The OpenAI-family terminator, "data: [DONE]\n\n".
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
 }  // namespace infergate::framing

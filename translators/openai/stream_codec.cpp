@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "translators/framing/framing.hpp"
+
 namespace infergate::translators::openai {
 
 using canonical::ChoiceState;
@@ -10,7 +12,7 @@ using canonical::Usage;
 
 namespace {
 
-constexpr std::string_view kDone = "data: [DONE]\n\n";
+constexpr std::string_view kDone = framing::kSseDone;
 
 enum class Part { role, content, finish };
 
@@ -24,7 +26,7 @@ public:
 
     // `data: {"id":..,"object":..,"created":..,"model":..,"choices":[`
     json::Writer& begin() {
-        out_.append("data: ");
+        framing::begin_sse_data(out_);
         w_.Reset(os_);
         w_.StartObject();
         write_key(w_, "id");
@@ -48,7 +50,7 @@ public:
             write_usage(w_, *usage);
         }
         w_.EndObject();
-        out_.append("\n\n");
+        framing::end_sse_data(out_);
     }
 
     // One chunk carrying one part of choice `index`.
@@ -205,14 +207,14 @@ void encode_stream_error(const Error& error, StreamState& state, std::string& ou
     }
     state.ended = true;
     // The OpenAI SDK raises on any data object with a top-level "error" key (api-dialects §2.5).
-    out.append("data: ");
+    framing::begin_sse_data(out);
     json::StringOut os{&out};
     json::Writer w(os);
     w.StartObject();
     write_key(w, "error");
     write_error_object(w, error);
     w.EndObject();
-    out.append("\n\n");
+    framing::end_sse_data(out);
     out.append(kDone);
 }
 

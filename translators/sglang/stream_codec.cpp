@@ -2,6 +2,7 @@
 // CUMULATIVE, ended by `data: [DONE]` (api-dialects §4.6, §10.2). The canonical stream carries
 // deltas, so the client side re-accumulates and the upstream side diffs.
 
+#include "translators/framing/framing.hpp"
 #include "translators/sglang/codec_impl.hpp"
 #include "translators/sglang/wire.hpp"
 
@@ -13,7 +14,7 @@ using canonical::ChoiceState;
 using canonical::FinishKind;
 using canonical::FinishReason;
 
-constexpr std::string_view kDone = "data: [DONE]\n\n";
+constexpr std::string_view kDone = framing::kSseDone;
 
 // An upstream "index" beyond this is treated as garbage rather than trusted to size the state
 // (each choice costs memory for the rest of the stream).
@@ -35,7 +36,7 @@ std::string_view event_id(const StreamState& s, size_t i, const ChoiceState& c) 
 void write_event(const StreamState& s, size_t i, const FinishReason* finish, std::string& out) {
     const ChoiceState& c = s.choices[i];
     wire::ensure_room(out, c.text.size() + 200);
-    out.append("data: ");
+    framing::begin_sse_data(out);
     {
         wire::OutWriter w(out);
         w->StartObject();
@@ -50,7 +51,7 @@ void write_event(const StreamState& s, size_t i, const FinishReason* finish, std
         }
         w->EndObject();
     }
-    out.append("\n\n");
+    framing::end_sse_data(out);
 }
 
 void flush_held(StreamState& s, std::string& out) {
@@ -211,9 +212,9 @@ void SglangCodec::encode_stream_error(const Error& error, StreamState& state,
     }
     // Finishes that already happened are facts; send them before the error ends the stream.
     flush_held(state, out);
-    out.append("data: ");
+    framing::begin_sse_data(out);
     encode_error(error, out);
-    out.append("\n\n");
+    framing::end_sse_data(out);
     // SGLang itself still sends [DONE] after an in-band error (api-dialects §4.6).
     out.append(kDone);
     state.ended = true;

@@ -1,0 +1,506 @@
+"""Shared harness for infergate's integration tests (Python 3.11, stdlib only).
+
+Starts the real binaries on port 0 (the proxy and the deterministic emulator), talks HTTP to
+them with http.client, and reads SSE streams incrementally, recording when each event arrived.
+
+Binaries come from INFERGATE_BIN / INFERGATE_EMULATOR_BIN (ctest sets both); when unset, from
+<repo>/build/proxy/infergate and <repo>/build/emulator/infergate-emulator.
+"""
+
+from __future__ import annotations
+
+import atexit
+import http.client
+import json
+import os
+import re
+import selectors
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+REPO = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT_S = 10.0
+DEFAULT_HTTP_TIMEOUT_S = 15.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Binaries
+# ---------------------------------------------------------------------------------------------
+
+def _binary(env_var: str, relative: str) -> str:
+    value = os.environ.get(env_var)
+    if value:
+        if not os.access(value, os.X_OK):
+            raise RuntimeError(f"{env_var}={value} is not an executable file")
+        return value
+    candidate = REPO / "build" / relative
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return str(candidate)
+    raise RuntimeError(
+        f"cannot find the {Path(relative).name} binary: set {env_var} to its path "
+        f"(ctest does this) or build it into {candidate}")
+
+
+def proxy_binary() -> str:
+    return _binary("INFERGATE_BIN", "proxy/infergate")
+
+
+def emulator_binary() -> str:
+    return _binary("INFERGATE_EMULATOR_BIN", "emulator/infergate-emulator")
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+# ---------------------------------------------------------------------------------------------
+
+_LIVE: set["Process"] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _stop_all() -> None:
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for p in procs:
+        p.stop()
+
+
+atexit.register(_stop_all)
+
+_LISTEN_RE = re.compile(r"listening on (\S+):(\d+)")
+
+
+class Process:
+    """A child process that prints `listening on HOST:PORT` on stdout once it serves.
+
+    stderr goes to a temporary file (read it with stderr_text()); stdout after the first line is
+    drained by a thread so the child never blocks on a full pipe.
+    """
+
+    def __init__(self, argv: list[str], name: str):
+        self.argv = argv
+        self.name = name
+        self._stderr_file = tempfile.NamedTemporaryFile(
+            prefix=f"infergate-itest-{name}-", suffix=".log", delete=False)
+        self.stderr_path = self._stderr_file.name
+        self.stdout_lines: list[str] = []
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=self._stderr_file, start_new_session=True)
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        try:
+            self.host, self.port = self._await_listening()
+        except BaseException:
+            self.stop()
+            raise
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _await_listening(self) -> tuple[str, int]:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        buf = b""
+        try:
+            while time.monotonic() < deadline:
+                if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                    continue
+                chunk = os.read(self.proc.stdout.fileno(), 4096)
+                if not chunk:
+                    break  # EOF: the process exited
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    text = line.decode("utf-8", "replace")
+                    self.stdout_lines.append(text)
+                    m = _LISTEN_RE.search(text)
+                    if m:
+                        return m.group(1), int(m.group(2))
+        finally:
+            sel.close()
+        code = self.proc.poll()
+        raise RuntimeError(
+            f"{self.name} did not print 'listening on HOST:PORT' within {STARTUP_TIMEOUT_S}s "
+            f"(exit code {code}); argv={self.argv}\nstdout: {self.stdout_lines}\n"
+            f"stderr: {self.stderr_text()[-2000:]}")
+
+    def _drain(self) -> None:
+        try:
+            for line in self.proc.stdout:
+                self.stdout_lines.append(line.decode("utf-8", "replace").rstrip("\n"))
+        except (OSError, ValueError):
+            pass
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def stderr_text(self) -> str:
+        try:
+            with open(self.stderr_path, "r", encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+            except ProcessLookupError:
+                pass
+        try:
+            if self.proc.stdout:
+                self.proc.stdout.close()
+        except OSError:
+            pass
+        try:
+            self._stderr_file.close()
+        except OSError:
+            pass
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+
+    def cleanup_files(self) -> None:
+        try:
+            os.unlink(self.stderr_path)
+        except OSError:
+            pass
+
+
+class Emulator(Process):
+    def __init__(self, dialect: str, model: str, extra: Iterable[str] = ()):
+        self.dialect = dialect
+        self.model = model
+        argv = [emulator_binary(), "--listen", "127.0.0.1:0", "--dialect", dialect,
+                "--model", model, *extra]
+        super().__init__(argv, f"emulator-{dialect}")
+
+    def request_log(self) -> list[str]:
+        """The emulator's per-request lines: 'METHOD /path 12.3ms' (written when a request ends)."""
+        return [l for l in self.stderr_text().splitlines()
+                if re.match(r"^[A-Z]+ /\S* [0-9.]+ms$", l)]
+
+
+class Proxy(Process):
+    def __init__(self, args: Iterable[str] = (), config_yaml: str | None = None,
+                 wait_ready: bool = True):
+        self.config_path = None
+        argv = [proxy_binary(), "--listen", "127.0.0.1:0"]
+        if config_yaml is not None:
+            f = tempfile.NamedTemporaryFile("w", prefix="infergate-itest-", suffix=".yaml",
+                                            delete=False)
+            f.write(config_yaml)
+            f.close()
+            self.config_path = f.name
+            argv += ["--config", f.name]
+        argv += list(args)
+        super().__init__(argv, "infergate")
+        if wait_ready:
+            try:
+                self.wait_ready()
+            except BaseException:
+                self.stop()
+                raise
+
+    def wait_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> dict:
+        """Polls GET /v1/models until it lists a model (bounded)."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if not self.alive():
+                break
+            try:
+                r = request(self.port, "GET", "/v1/models", timeout=2)
+                last = (r.status, r.body[:300])
+                if r.status == 200:
+                    doc = r.json()
+                    if doc.get("data"):
+                        return doc
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                last = repr(e)
+            time.sleep(0.05)
+        raise RuntimeError(f"proxy not ready within {timeout}s (last answer: {last}); "
+                           f"stderr: {self.stderr_text()[-2000:]}")
+
+    def cleanup_files(self) -> None:
+        super().cleanup_files()
+        if self.config_path:
+            try:
+                os.unlink(self.config_path)
+            except OSError:
+                pass
+
+
+def start(testcase_cls: type[unittest.TestCase], factory, *args, **kwargs):
+    """Starts a process inside setUpClass and registers its stop as a class cleanup (which runs
+    even when setUpClass fails later)."""
+    p = factory(*args, **kwargs)
+    testcase_cls.addClassCleanup(p.cleanup_files)
+    testcase_cls.addClassCleanup(p.stop)
+    return p
+
+
+def closed_port() -> int:
+    """A port nothing listens on (bound then released; good enough on loopback)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    elapsed: float = 0.0
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+
+def _encode_body(body: Any) -> bytes | None:
+    if body is None:
+        return None
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    return json.dumps(body).encode()
+
+
+def request(port: int, method: str, path: str, body: Any = None,
+            headers: dict[str, str] | None = None, timeout: float = DEFAULT_HTTP_TIMEOUT_S,
+            host: str = "127.0.0.1") -> Response:
+    """One request on a fresh connection; reads the whole body."""
+    data = _encode_body(body)
+    hdrs = {"Content-Type": "application/json"} if data is not None else {}
+    hdrs.update(headers or {})
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    t0 = time.monotonic()
+    try:
+        conn.request(method, path, body=data, headers=hdrs)
+        resp = conn.getresponse()
+        payload = resp.read()
+        return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, payload,
+                        time.monotonic() - t0)
+    finally:
+        conn.close()
+
+
+def post_json(port: int, path: str, body: Any, headers: dict[str, str] | None = None,
+              timeout: float = DEFAULT_HTTP_TIMEOUT_S) -> Response:
+    return request(port, "POST", path, body, headers, timeout)
+
+
+# ---------------------------------------------------------------------------------------------
+# SSE
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class SseEvent:
+    data: str
+    t: float  # seconds since the request was sent
+    raw: bytes
+
+    @property
+    def done(self) -> bool:
+        return self.data == "[DONE]"
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+
+@dataclass
+class Stream:
+    """A streaming response read incrementally. Iterate it (or call read_all()) to get events."""
+
+    status: int
+    headers: dict[str, str]
+    conn: http.client.HTTPConnection
+    resp: http.client.HTTPResponse
+    t0: float
+    raw: bytearray = field(default_factory=bytearray)
+    events: list[SseEvent] = field(default_factory=list)
+    eof: bool = False
+    _buf: bytes = b""
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    def _split(self) -> list[SseEvent]:
+        out = []
+        while True:
+            m = re.search(rb"\r?\n\r?\n", self._buf)
+            if not m:
+                break
+            block, self._buf = self._buf[:m.end()], self._buf[m.end():]
+            lines = re.split(rb"\r?\n", block[:m.start()])
+            data_lines = []
+            for line in lines:
+                if line.startswith(b":"):
+                    continue
+                if line.startswith(b"data:"):
+                    v = line[5:]
+                    if v.startswith(b" "):
+                        v = v[1:]
+                    data_lines.append(v)
+            if not data_lines:
+                continue
+            ev = SseEvent(b"\n".join(data_lines).decode("utf-8", "replace"),
+                          time.monotonic() - self.t0, block)
+            self.events.append(ev)
+            out.append(ev)
+        return out
+
+    def next_events(self) -> list[SseEvent]:
+        """Blocks until at least one more event or EOF; returns the new events ([] at EOF)."""
+        while not self.eof:
+            chunk = self.resp.read1(65536)
+            if not chunk:
+                self.eof = True
+                break
+            self.raw += chunk
+            self._buf += chunk
+            got = self._split()
+            if got:
+                return got
+        return []
+
+    def __iter__(self) -> Iterator[SseEvent]:
+        for ev in list(self.events):
+            yield ev
+        while True:
+            got = self.next_events()
+            if not got:
+                return
+            yield from got
+
+    def read_all(self) -> list[SseEvent]:
+        while self.next_events():
+            pass
+        self.close()
+        return self.events
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except OSError:
+            pass
+
+
+def open_stream(port: int, path: str, body: Any, headers: dict[str, str] | None = None,
+                timeout: float = DEFAULT_HTTP_TIMEOUT_S) -> Stream | Response:
+    """POSTs `body` and returns a Stream for a 200 text/event-stream answer, else a Response
+    with the whole body."""
+    data = _encode_body(body)
+    hdrs = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    hdrs.update(headers or {})
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    t0 = time.monotonic()
+    conn.request("POST", path, body=data, headers=hdrs)
+    resp = conn.getresponse()
+    hd = {k.lower(): v for k, v in resp.getheaders()}
+    if resp.status != 200 or not hd.get("content-type", "").startswith("text/event-stream"):
+        payload = resp.read()
+        conn.close()
+        return Response(resp.status, hd, payload, time.monotonic() - t0)
+    return Stream(resp.status, hd, conn, resp, t0)
+
+
+def stream(port: int, path: str, body: Any, headers: dict[str, str] | None = None,
+           timeout: float = DEFAULT_HTTP_TIMEOUT_S) -> Stream:
+    """Like open_stream, but fails unless the answer is a 200 event stream; reads it whole."""
+    s = open_stream(port, path, body, headers, timeout)
+    if isinstance(s, Response):
+        raise AssertionError(f"expected a 200 event stream from POST {path}, got {s.status} "
+                             f"{s.headers.get('content-type')}: {s.body[:500]!r}")
+    s.read_all()
+    return s
+
+
+STRICT_EVENT_RE = re.compile(rb"data: (?:\[DONE\]|\{[^\n]*\})\n\n")
+
+
+def strict_framing_problem(raw: bytes) -> str | None:
+    """None if `raw` is exactly a sequence of `data: <one-line JSON or [DONE]>\\n\\n` events
+    whose JSON parses; else a description of the first problem."""
+    pos = 0
+    while pos < len(raw):
+        m = STRICT_EVENT_RE.match(raw, pos)
+        if not m:
+            return f"bad framing at byte {pos}: {raw[pos:pos + 120]!r}"
+        payload = m.group(0)[6:-2]
+        if payload != b"[DONE]":
+            try:
+                json.loads(payload)
+            except ValueError as e:
+                return f"event at byte {pos} is not JSON ({e}): {payload[:120]!r}"
+        pos = m.end()
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Small utilities
+# ---------------------------------------------------------------------------------------------
+
+def wait_until(predicate, timeout: float, interval: float = 0.02, what: str = "condition"):
+    """Polls `predicate` until it returns a truthy value (returned) or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = predicate()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def run_in_thread(fn, *args, **kwargs):
+    """Runs fn in a daemon thread; returns a join() function that returns fn's result or
+    re-raises its exception."""
+    box: dict[str, Any] = {}
+
+    def target():
+        try:
+            box["result"] = fn(*args, **kwargs)
+        except BaseException as e:  # noqa: BLE001 - re-raised in join
+            box["error"] = e
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+
+    def join(timeout: float = 30.0):
+        t.join(timeout)
+        if t.is_alive():
+            raise AssertionError(f"background call {fn.__name__} did not finish in {timeout}s")
+        if "error" in box:
+            raise box["error"]
+        return box.get("result")
+
+    return join
