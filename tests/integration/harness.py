@@ -200,7 +200,9 @@ class Emulator(Process):
 
 class Proxy(Process):
     def __init__(self, args: Iterable[str] = (), config_yaml: str | None = None,
-                 wait_ready: bool = True):
+                 wait_ready: bool = True, model: str | None = None):
+        """`model`: the backend's served name; readiness waits until /v1/models lists it
+        (aliases are listed before the backend probe has finished)."""
         self.config_path = None
         argv = [proxy_binary(), "--listen", "127.0.0.1:0"]
         if config_yaml is not None:
@@ -214,13 +216,13 @@ class Proxy(Process):
         super().__init__(argv, "infergate")
         if wait_ready:
             try:
-                self.wait_ready()
+                self.wait_ready(model=model)
             except BaseException:
                 self.stop()
                 raise
 
-    def wait_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> dict:
-        """Polls GET /v1/models until it lists a model (bounded)."""
+    def wait_ready(self, timeout: float = STARTUP_TIMEOUT_S, model: str | None = None) -> dict:
+        """Polls GET /v1/models until it lists a model (`model` if given; bounded)."""
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
@@ -231,7 +233,8 @@ class Proxy(Process):
                 last = (r.status, r.body[:300])
                 if r.status == 200:
                     doc = r.json()
-                    if doc.get("data"):
+                    ids = [m.get("id") for m in doc.get("data", [])]
+                    if ids and (model is None or model in ids):
                         return doc
             except (OSError, http.client.HTTPException, ValueError) as e:
                 last = repr(e)
@@ -504,3 +507,116 @@ def run_in_thread(fn, *args, **kwargs):
         return box.get("result")
 
     return join
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference answers: the backend asked directly, in its own dialect
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Ref:
+    """One choice as the backend itself reports it."""
+
+    index: int
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish: str        # "length" or "stop"
+    matched: Any       # length: the budget; stop: the matched string / token id, or None
+
+
+def direct_raw(emu: Emulator, prompts: Any, max_tokens: int, *, stop: Any = None, n: int = 1,
+               ids: bool = False, headers: dict[str, str] | None = None,
+               extra: dict[str, Any] | None = None) -> list[Ref]:
+    """A raw-prompt generation straight at the emulator, normalised per choice (index order).
+
+    sglang: POST /generate. openai: a streamed POST /v1/completions with continuous usage, the
+    only vLLM answer that reports per-choice completion_tokens.
+    """
+    if emu.dialect == "sglang":
+        sp: dict[str, Any] = {"max_new_tokens": max_tokens}
+        if stop is not None:
+            sp["stop"] = stop
+        if n != 1:
+            sp["n"] = n
+        sp.update(extra or {})
+        body = {"input_ids" if ids else "text": prompts, "sampling_params": sp}
+        r = post_json(emu.port, "/generate", body, headers)
+        if r.status != 200:
+            raise AssertionError(f"reference request failed: {r.status} {r.body[:300]!r}")
+        doc = r.json()
+        items = doc if isinstance(doc, list) else [doc]
+        refs = []
+        for i, it in enumerate(items):
+            mi = it["meta_info"]
+            fr = mi["finish_reason"]
+            refs.append(Ref(i, it["text"], mi["prompt_tokens"], mi["completion_tokens"],
+                            fr["type"], fr.get("length") if fr["type"] == "length"
+                            else fr.get("matched")))
+        return refs
+    body = {"model": emu.model, "prompt": prompts, "max_tokens": max_tokens, "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+    if stop is not None:
+        body["stop"] = stop
+    if n != 1:
+        body["n"] = n
+    body.update(extra or {})
+    s = stream(emu.port, "/v1/completions", body, headers)
+    acc: dict[int, dict[str, Any]] = {}
+    for ev in s.events:
+        if ev.done:
+            continue
+        doc = ev.json()
+        for ch in doc.get("choices", []):
+            a = acc.setdefault(ch["index"], {"text": "", "pt": 0, "ct": 0, "fin": None,
+                                             "sr": None})
+            a["text"] += ch.get("text", "")
+            if doc.get("usage"):
+                a["pt"] = doc["usage"]["prompt_tokens"]
+                a["ct"] = doc["usage"]["completion_tokens"]
+            if ch.get("finish_reason"):
+                a["fin"] = ch["finish_reason"]
+                a["sr"] = ch.get("stop_reason")
+    refs = []
+    for i in sorted(acc):
+        a = acc[i]
+        refs.append(Ref(i, a["text"], a["pt"], a["ct"], a["fin"],
+                        max_tokens if a["fin"] == "length" else a["sr"]))
+    return refs
+
+
+def direct_chat(emu: Emulator, messages: list[dict], max_tokens: int, *, stop: Any = None,
+                n: int = 1, headers: dict[str, str] | None = None) -> dict:
+    """A chat completion straight at the emulator (both dialects serve /v1/chat/completions)."""
+    body: dict[str, Any] = {"model": emu.model, "messages": messages, "max_tokens": max_tokens}
+    if stop is not None:
+        body["stop"] = stop
+    if n != 1:
+        body["n"] = n
+    r = post_json(emu.port, "/v1/chat/completions", body, headers)
+    if r.status != 200:
+        raise AssertionError(f"reference chat failed: {r.status} {r.body[:300]!r}")
+    return r.json()
+
+
+def sglang_finish(ref: Ref) -> dict:
+    """The SGLang native finish_reason object equivalent to a reference choice."""
+    if ref.finish == "length":
+        return {"type": "length", "length": ref.matched}
+    return {"type": "stop", "matched": ref.matched}
+
+
+# The emulator's vocabulary (emulator/generator.cpp): word i is token id i + 100.
+VOCABULARY = (
+    "the a of and to in is it that was for on are with as at be this from or one had by word "
+    "but not what all were we when your can said there use an each which she do how their if "
+    "will up other about out many then them these so some her would make like him into time "
+    "has look").split()
+
+
+def token_id(word: str) -> int:
+    return VOCABULARY.index(word) + 100
+
+
+def words(text: str) -> int:
+    return len(text.split())
