@@ -562,6 +562,10 @@ def output_len_for(i):
     return 6 + 3 * i
 
 
+# Per-request override of any --fault the emulator runs with, so the truth is always clean.
+CLEAN = {"X-Emulator-Fault": "none"}
+
+
 def ground_truth(stack, payload, endpoint):
     """Ask the emulator directly, in its own dialect, for the same generation (non-streaming)."""
     base = stack.emulator.base
@@ -572,7 +576,7 @@ def ground_truth(stack, payload, endpoint):
                 "temperature": 0}
         if payload.get("ignore_eos"):
             body["ignore_eos"] = True
-        status, resp = http_json("POST", base + endpoint, body)
+        status, resp = http_json("POST", base + endpoint, body, headers=CLEAN)
         assert status == 200, resp
         return resp["choices"][0]["message"]["content"], resp["usage"]["completion_tokens"]
     if endpoint == "/generate":
@@ -582,12 +586,12 @@ def ground_truth(stack, payload, endpoint):
         prompt, budget = payload["prompt"], payload["max_tokens"]
         ignore_eos = payload.get("ignore_eos", False)
     if stack.dialect == "sglang":
-        status, resp = http_json("POST", base + "/generate", {
+        status, resp = http_json("POST", base + "/generate", headers=CLEAN, body={
             "text": prompt, "sampling_params": {"max_new_tokens": budget, "temperature": 0,
                                                 "ignore_eos": ignore_eos}})
         assert status == 200, resp
         return resp["text"], resp["meta_info"]["completion_tokens"]
-    status, resp = http_json("POST", base + "/v1/completions", {
+    status, resp = http_json("POST", base + "/v1/completions", headers=CLEAN, body={
         "model": MODEL, "prompt": prompt, "max_tokens": budget, "temperature": 0,
         "ignore_eos": ignore_eos})
     assert status == 200, resp
@@ -655,6 +659,22 @@ class BenchClientsThroughProxy(unittest.TestCase):
                     summary.append(f"  {name:<52} {ok}/{len(outs)} ok  mean TTFT {ttft:6.2f} ms"
                                    f"  tokens read {toks if reads_tokens else '-'}")
             print(f"\nbackend dialect {dialect}:\n" + "\n".join(summary), file=sys.stderr)
+
+    def test_broken_stream_is_never_a_clean_success(self):
+        # Self-check that these checks can fail: when the backend drops the connection after 3
+        # events, no client may end up with success AND the complete text. (Whether it reports
+        # failure depends on the original: SG's /generate client, for one, counts an error
+        # event as success with the text so far - that is the real tool's behaviour.)
+        for dialect in ("openai", "sglang"):
+            with Stack(dialect, MODEL, emulator_args=["--fault", "close_midstream",
+                                                      "--fault-after", "3"]) as stack:
+                for name, (func, endpoint, _, _) in CLIENTS.items():
+                    with self.subTest(backend=dialect, client=name):
+                        out = asyncio.run(func(Input(prompt_for(name, 0), stack.proxy.base +
+                                                     endpoint, 12, MODEL)))
+                        want_text, _ = ground_truth(stack, out.payload, endpoint)
+                        self.assertFalse(out.success and out.generated_text == want_text,
+                                         f"{name}: a cut stream looked complete")
 
     def test_openai_backend(self):
         self.run_dialect("openai")

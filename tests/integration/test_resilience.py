@@ -1,0 +1,156 @@
+"""Clients that go away mid-stream, and many streams at once through one proxy."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import threading
+import time
+import unittest
+
+from checks import StreamChecks, make_body, reference_text, stream_text, text_of
+from harness import (Emulator, Proxy, Response, open_stream, post_json, run_in_thread, start,
+                     wait_until)
+
+GEN = "/generate"
+CMPL = "/v1/completions"
+CHAT = "/v1/chat/completions"
+ROUTES = (GEN, CMPL, CHAT)
+
+
+class _Disconnect(StreamChecks):
+    DIALECT = ""
+    MODEL = ""
+    TOKENS = 300
+    ITL_MS = 20  # the whole stream would take TOKENS * ITL_MS = 6 s
+
+    @classmethod
+    def setUpClass(cls):
+        cls.emu = start(cls, Emulator, cls.DIALECT, cls.MODEL)  # not --quiet: its log is read
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.emu.url], model=cls.MODEL)
+        cls.port = cls.proxy.port
+
+    def generation_log(self):
+        return [l for l in self.emu.request_log() if l.startswith("POST ")]
+
+    def assert_serving(self):
+        self.assertTrue(self.proxy.alive(), "the proxy died")
+        for path in ROUTES:
+            prompt = f"after a disconnect {path}"
+            r = post_json(self.port, path, make_body(path, prompt, 4, self.MODEL))
+            self.assertEqual(r.status, 200, r.body[:300])
+            self.assertEqual(text_of(path, r.json()), reference_text(self.emu, path, prompt, 4))
+
+    def test_disconnect_midstream_closes_upstream(self):
+        for path in ROUTES:
+            with self.subTest(path=path):
+                before = len(self.generation_log())
+                s = open_stream(self.port, path,
+                                make_body(path, f"long stream {path}", self.TOKENS, self.MODEL,
+                                          stream=True),
+                                {"X-Emulator-ITL-Ms": str(self.ITL_MS)})
+                self.assertNotIsInstance(s, Response)
+                got = 0
+                while got < 3:
+                    new = s.next_events()
+                    self.assertTrue(new, "stream ended early")
+                    got += len(new)
+                t_close = time.monotonic()
+                s.close()
+                # The emulator logs a request when it ends: it must end long before the 6 s the
+                # whole generation would take, i.e. the proxy closed the upstream connection.
+                lines = wait_until(lambda: self.generation_log()[before:], timeout=3.0,
+                                   what="the backend to see the upstream connection close")
+                noticed = time.monotonic() - t_close
+                self.assertLess(noticed, 2.0)
+                ms = float(re.search(r"([0-9.]+)ms$", lines[-1]).group(1))
+                self.assertLess(ms, self.TOKENS * self.ITL_MS / 2,
+                                f"upstream generation ran {ms}ms after the client left")
+        self.assert_serving()
+
+    def test_disconnect_while_waiting_for_first_byte(self):
+        for path in ROUTES:
+            for streaming in (False, True):
+                with self.subTest(path=path, stream=streaming):
+                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+                    body = make_body(path, "slow start", 4, self.MODEL, stream=streaming)
+                    conn.request("POST", path, body=json.dumps(body),
+                                 headers={"Content-Type": "application/json",
+                                          "X-Emulator-TTFT-Ms": "1500"})
+                    time.sleep(0.1)  # let the request reach the backend
+                    conn.close()
+        self.assert_serving()
+
+
+class TestDisconnectOpenAIBackend(_Disconnect, unittest.TestCase):
+    DIALECT = "openai"
+    MODEL = "emu-vllm"
+
+
+class TestDisconnectSGLangBackend(_Disconnect, unittest.TestCase):
+    DIALECT = "sglang"
+    MODEL = "emu-sglang"
+
+
+class _Concurrency(StreamChecks):
+    DIALECT = ""
+    MODEL = ""
+    STREAMS = 50
+    TOKENS = 20
+    ITL_MS = 20  # one stream alone takes ~0.4 s; 50 in sequence would take ~20 s
+
+    @classmethod
+    def setUpClass(cls):
+        cls.emu = start(cls, Emulator, cls.DIALECT, cls.MODEL, ["--quiet"])
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.emu.url], model=cls.MODEL)
+        cls.port = cls.proxy.port
+
+    def test_50_concurrent_streams(self):
+        jobs = []
+        for i in range(self.STREAMS):
+            path = ROUTES[i % 3]
+            prompt = f"concurrent stream number {i}"
+            jobs.append((path, prompt, reference_text(self.emu, path, prompt, self.TOKENS)))
+        barrier = threading.Barrier(self.STREAMS)
+
+        def one(path, prompt):
+            barrier.wait(10)
+            s = open_stream(self.port, path,
+                            make_body(path, prompt, self.TOKENS, self.MODEL, stream=True),
+                            {"X-Emulator-ITL-Ms": str(self.ITL_MS)}, timeout=30)
+            if isinstance(s, Response):
+                raise AssertionError(f"{path} {prompt}: {s.status} {s.body[:300]!r}")
+            s.read_all()
+            return s
+
+        t0 = time.monotonic()
+        joins = [run_in_thread(one, path, prompt) for path, prompt, _ in jobs]
+        results = []
+        for (path, prompt, want), join in zip(jobs, joins):
+            s = join(60)
+            results.append(s)
+            self.assert_sse(s)
+            docs = self.json_events(s)
+            self.assertFalse(any("error" in d for d in docs), f"{path} {prompt}: {docs[-2:]}")
+            self.assertEqual(stream_text(path, docs), want, f"{path} {prompt}")
+        wall = time.monotonic() - t0
+        self.assertLess(wall, 8.0, f"50 streams took {wall:.1f}s: they did not run concurrently")
+        # They overlapped: every stream had started before any had finished half its events.
+        first_events = max(s.events[0].t for s in results)
+        self.assertLess(first_events, self.TOKENS * self.ITL_MS / 1000 * 4,
+                        "some stream only started after others had finished")
+
+
+class TestConcurrencyOpenAIBackend(_Concurrency, unittest.TestCase):
+    DIALECT = "openai"
+    MODEL = "emu-vllm"
+
+
+class TestConcurrencySGLangBackend(_Concurrency, unittest.TestCase):
+    DIALECT = "sglang"
+    MODEL = "emu-sglang"
+
+
+if __name__ == "__main__":
+    unittest.main()
