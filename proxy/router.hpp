@@ -22,12 +22,15 @@ struct Route {
     };
     Kind kind = Kind::not_found;
     canonical::Dialect dialect = canonical::Dialect::openai_completions;
-    std::string_view model_id;  // Kind::model: the {id} part (a view into the target)
+    std::string model_id;       // Kind::model: the {id} part, percent-decoded (org%2Fname)
     std::string_view allow;     // Kind::method_not_allowed: the Allow header value
 };
 
 // `method` as in the request line; `target` may carry a query string, which is ignored.
 Route match_route(std::string_view method, std::string_view target);
+
+// Decodes %XX escapes (SDKs encode the '/' of org/name model ids); invalid escapes stay as is.
+std::string percent_decode(std::string_view text);
 
 // "GET /health, POST /generate, ...": for the 404 message.
 std::string route_list();

@@ -101,8 +101,9 @@ def sg_headers():
 async def sg_sglang_generate(inp):
     """SG async_request_sglang_generate (--backend sglang): POST /generate.
 
-    Payload: "text" (a str prompt), sampling_params {temperature 0.0, max_new_tokens,
-    ignore_eos true}, stream true, lora_path null, return_logprob false, logprob_start_len -1.
+    Payload: "text" for a str prompt or "input_ids" for a token-id list (--tokenize-prompt),
+    sampling_params {temperature 0.0, max_new_tokens, ignore_eos true}, stream true, lora_path
+    null, return_logprob false, logprob_start_len -1.
     Stream: each line stripped, empties skipped, "data: " removed; "[DONE]" ignored; any other
     line is JSON; an event counts only if it has a non-empty "text", which REPLACES the text so
     far (cumulative), and meta_info.completion_tokens is the running output length. The first
@@ -112,7 +113,7 @@ async def sg_sglang_generate(inp):
     """
     out = Output()
     out.payload = {
-        "text": inp.prompt,
+        ("text" if isinstance(inp.prompt, str) else "input_ids"): inp.prompt,
         "sampling_params": {"temperature": 0.0, "max_new_tokens": inp.output_len,
                             "ignore_eos": True},
         "stream": True,
@@ -536,6 +537,8 @@ async def v24_openai_chat(inp):
 # text-bearing chunk, "chunk" = one per chunk with choices, "tokens" = one per token)
 CLIENTS = {
     "sglang bench_serving --backend sglang": (sg_sglang_generate, "/generate", True, "tokens"),
+    "sglang bench_serving --backend sglang --tokenize-prompt": (sg_sglang_generate, "/generate",
+                                                                True, "tokens"),
     "sglang bench_serving --backend vllm": (sg_openai_completions, "/v1/completions", True,
                                             "text"),
     "sglang bench_serving --backend sglang-oai-chat": (sg_openai_chat, "/v1/chat/completions",
@@ -554,6 +557,8 @@ CLIENTS = {
 
 def prompt_for(name, i):
     # Different lengths and contents, like sampled dataset rows.
+    if "--tokenize-prompt" in name:
+        return [100 + (7 * i + 3 * j) % 64 for j in range(4 + i)]  # token ids, not text
     return (f"[{name}] request {i}: summarize the plot of Hamlet" + " in more detail" * (i % 4)
             + ", please.")
 
@@ -562,8 +567,8 @@ def output_len_for(i):
     return 6 + 3 * i
 
 
-# Per-request override of any --fault the emulator runs with, so the truth is always clean.
-CLEAN = {"X-Emulator-Fault": "none"}
+# Per-request overrides of the emulator's --fault and delays: the truth is always clean and fast.
+CLEAN = {"X-Emulator-Fault": "none", "X-Emulator-TTFT-Ms": "0", "X-Emulator-ITL-Ms": "0"}
 
 
 def ground_truth(stack, payload, endpoint):
@@ -580,14 +585,15 @@ def ground_truth(stack, payload, endpoint):
         assert status == 200, resp
         return resp["choices"][0]["message"]["content"], resp["usage"]["completion_tokens"]
     if endpoint == "/generate":
-        prompt, budget = payload["text"], payload["sampling_params"]["max_new_tokens"]
+        prompt = payload["text"] if "text" in payload else payload["input_ids"]
+        budget = payload["sampling_params"]["max_new_tokens"]
         ignore_eos = payload["sampling_params"]["ignore_eos"]
     else:
         prompt, budget = payload["prompt"], payload["max_tokens"]
         ignore_eos = payload.get("ignore_eos", False)
     if stack.dialect == "sglang":
         status, resp = http_json("POST", base + "/generate", headers=CLEAN, body={
-            "text": prompt, "sampling_params": {"max_new_tokens": budget, "temperature": 0,
+            ("text" if isinstance(prompt, str) else "input_ids"): prompt, "sampling_params": {"max_new_tokens": budget, "temperature": 0,
                                                 "ignore_eos": ignore_eos}})
         assert status == 200, resp
         return resp["text"], resp["meta_info"]["completion_tokens"]
@@ -656,7 +662,7 @@ class BenchClientsThroughProxy(unittest.TestCase):
                     ok = sum(o.success for o in outs)
                     ttft = sum(o.ttft for o in outs) / len(outs) * 1000
                     toks = sum(o.output_len or 0 for o in outs)
-                    summary.append(f"  {name:<52} {ok}/{len(outs)} ok  mean TTFT {ttft:6.2f} ms"
+                    summary.append(f"  {name:<56} {ok}/{len(outs)} ok  mean TTFT {ttft:6.2f} ms"
                                    f"  tokens read {toks if reads_tokens else '-'}")
             print(f"\nbackend dialect {dialect}:\n" + "\n".join(summary), file=sys.stderr)
 

@@ -4,9 +4,11 @@ ephemeral ports, waits for them properly and always stops them. Standard library
 Binaries come from $INFERGATE_BIN / $INFERGATE_EMULATOR_BIN, falling back to
 <repo>/build/proxy/infergate and <repo>/build/emulator/infergate-emulator.
 """
+import ctypes
 import json
 import os
 import select
+import signal
 import subprocess
 import tempfile
 import time
@@ -28,6 +30,16 @@ def emulator_binary():
         REPO, "build", "emulator", "infergate-emulator")
 
 
+def _die_with_parent():
+    # Runs in the child before exec: if this test process dies (even by SIGKILL, e.g. a ctest
+    # timeout), the kernel sends the child SIGTERM, so no emulator or proxy outlives a run.
+    PR_SET_PDEATHSIG = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
 class Process:
     """A child that prints `listening on HOST:PORT` on stdout once it accepts connections."""
 
@@ -39,7 +51,7 @@ class Process:
         self.argv = argv
         self.stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.stderr,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         self.port = self._read_port()
         self.base = f"http://127.0.0.1:{self.port}"
 

@@ -21,6 +21,7 @@ MODEL = "vllm-emulated/Llama-3.1-8B-Instruct"
 MAX_NEW_TOKENS = 32  # the script's default
 CONCURRENCY = [1, 4, 16]  # the script's default sweep
 WARMUP_PROMPT = "Hello, my name is"  # the script's warm-up prompt
+FAST = {"X-Emulator-TTFT-Ms": "0", "X-Emulator-ITL-Ms": "0"}  # reference requests skip the delays
 
 REQ_LINE = re.compile(
     r"^req c=(?P<c>\d+) i=(?P<i>\d+) tokens=(?P<tokens>\d+) events=(?P<events>\d+) "
@@ -39,10 +40,11 @@ class SglangScriptThroughProxy(unittest.TestCase):
         """What the backend generates for this request, asked in its own dialect."""
         status, body = http_json("POST", stack.emulator.base + "/v1/completions", {
             "model": MODEL, "prompt": prompt, "max_tokens": MAX_NEW_TOKENS,
-            "ignore_eos": ignore_eos, "temperature": 0})
+            "ignore_eos": ignore_eos, "temperature": 0}, headers=FAST)
         self.assertEqual(status, 200, body)
         choice = body["choices"][0]
-        return body["usage"]["completion_tokens"], choice["text"], choice["finish_reason"]
+        return (body["usage"]["completion_tokens"], choice["text"], choice["finish_reason"],
+                choice.get("stop_reason"))
 
     def check(self, emulator_args, script_args=(), tokens_per_chunk=1, ttft_ms=0, itl_ms=0,
               ignore_eos=True):
@@ -52,7 +54,7 @@ class SglangScriptThroughProxy(unittest.TestCase):
             ctx = f"\nstdout:\n{out}\nstderr:\n{proc.stderr}\n{stack.logs()}"
             self.assertEqual(proc.returncode, 0, "script failed" + ctx)
 
-            warm_tokens, _, _ = self.backend_truth(stack, WARMUP_PROMPT, ignore_eos)
+            warm_tokens, _, _, _ = self.backend_truth(stack, WARMUP_PROMPT, ignore_eos)
             self.assertIn(f"Warmup: {warm_tokens} tokens, ok=True\n", out, ctx)
 
             reqs = [m.groupdict() for m in map(REQ_LINE.match, out.splitlines()) if m]
@@ -64,8 +66,8 @@ class SglangScriptThroughProxy(unittest.TestCase):
             for r in reqs:
                 prompt, text = json.loads(r["prompt"]), json.loads(r["text"])
                 tokens = int(r["tokens"])
-                want_tokens, want_text, want_finish = self.backend_truth(stack, prompt,
-                                                                         ignore_eos)
+                want_tokens, want_text, want_finish, want_stop_reason = self.backend_truth(
+                    stack, prompt, ignore_eos)
                 where = f" for {prompt!r}" + ctx
                 # Token counts the script read from meta_info equal the backend's usage.
                 self.assertEqual(tokens, want_tokens, "completion_tokens" + where)
@@ -75,8 +77,11 @@ class SglangScriptThroughProxy(unittest.TestCase):
                     self.assertEqual(finish, {"type": "length", "length": MAX_NEW_TOKENS},
                                      "finish_reason" + where)
                 else:
+                    # docs/dialects.md: vLLM "stop" -> {"type":"stop","matched":<stop_reason>},
+                    # where stop_reason is null for EOS.
                     self.assertEqual(want_finish, "stop")
-                    self.assertEqual(finish.get("type"), "stop", "finish_reason" + where)
+                    self.assertEqual(finish, {"type": "stop", "matched": want_stop_reason},
+                                     "finish_reason" + where)
                 # Event granularity follows the backend's chunks; counts are not 1 per event.
                 self.assertEqual(int(r["events"]), math.ceil(tokens / tokens_per_chunk),
                                  "events" + where)

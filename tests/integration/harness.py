@@ -74,6 +74,26 @@ def _stop_all() -> None:
 
 atexit.register(_stop_all)
 
+
+def _on_sigterm(signum, frame):
+    # ctest's timeout (and most runners) send SIGTERM: exit through atexit so children stop.
+    raise SystemExit(128 + signum)
+
+
+if threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _die_with_parent() -> None:
+    """preexec_fn: on Linux, the child gets SIGKILL if the test process dies (even by SIGKILL)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
 _LISTEN_RE = re.compile(r"listening on (\S+):(\d+)")
 
 
@@ -92,7 +112,8 @@ class Process:
         self.stderr_path = self._stderr_file.name
         self.stdout_lines: list[str] = []
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=self._stderr_file, start_new_session=True)
+                                     stderr=self._stderr_file, start_new_session=True,
+                                     preexec_fn=_die_with_parent)
         with _LIVE_LOCK:
             _LIVE.add(self)
         try:

@@ -3,6 +3,7 @@ dialect with a message that says what to fix, and the proxy still healthy afterw
 
 from __future__ import annotations
 
+import re
 import time
 import unittest
 
@@ -156,6 +157,18 @@ class TestBodyLimit(StreamChecks, unittest.TestCase):
         r = post_json(self.port, CMPL, make_body(CMPL, "small", 3, "emu-limit"))
         self.assertEqual(r.status, 200, r.body[:300])
 
+    def test_much_larger_body_still_gets_413(self):
+        # A client that writes its whole body before reading (http.client, requests) must be
+        # able to read the 413: the proxy has to drain (or linger on) the rest of the body
+        # instead of closing a socket with unread data, which resets the connection.
+        body = make_body(CMPL, "word " * 800_000, 3, "emu-limit")  # ~4 MB
+        try:
+            r = post_json(self.port, CMPL, body)
+        except ConnectionError as e:
+            self.fail(f"4 MB body over a 2048-byte limit: connection error instead of a 413: "
+                      f"{e!r}")
+        self.assert_openai_error(r, 413, "2048")
+
 
 class TestBackendRefused(StreamChecks, unittest.TestCase):
     @classmethod
@@ -175,6 +188,25 @@ class TestBackendRefused(StreamChecks, unittest.TestCase):
                     self.assertIsInstance(r, Response, "expected an HTTP error, got a stream")
                     self.assert_error_for(path, r, 502, "refused")
         self.assertTrue(self.proxy.alive())
+
+
+class TestBackendNotIdentified(StreamChecks, unittest.TestCase):
+    """Dialect auto-detection that cannot reach the backend: requests get a 503 that says why."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.backend_url = f"http://127.0.0.1:{closed_port()}"
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.backend_url], wait_ready=False)
+        cls.port = cls.proxy.port
+
+    def test_requests_get_503_with_the_reason(self):
+        for path in ROUTES:
+            r = post_json(self.port, path, make_body(path, "too early", 3, "any"))
+            err = self.assert_error_for(path, r, 503, re.escape(self.backend_url))
+            # The probe knows why ("Connection refused"); "not ready yet ()" does not help.
+            self.assert_mentions(err["message"], r"refused|no answer|unreachable")
+        r = request(self.port, "GET", "/health")
+        self.assertEqual(r.status, 503)
 
 
 class _BackendFaults(StreamChecks):
@@ -209,11 +241,12 @@ class _BackendFaults(StreamChecks):
             h["X-Emulator-Fault-After"] = str(after)
         return h
 
-    def start_bystander(self, path=CMPL):
-        """A long stream on another connection, running while the fault happens."""
+    def start_bystander(self, path=CMPL, tokens=60):
+        """A long stream on another connection (20 ms per token), running while the faults
+        happen."""
         prompt = f"bystander stream on {path}"
-        want = self.ref(path, prompt, 60)
-        body = make_body(path, prompt, 60, self.MODEL, stream=True)
+        want = self.ref(path, prompt, tokens)
+        body = make_body(path, prompt, tokens, self.MODEL, stream=True)
         s = open_stream(self.port, path, body, {"X-Emulator-ITL-Ms": "20"}, timeout=20)
         self.assertNotIsInstance(s, Response, f"bystander refused: {getattr(s, 'body', b'')}")
         s.next_events()  # it is flowing before the fault starts
@@ -245,8 +278,8 @@ class _BackendFaults(StreamChecks):
         last = self.check_sglang_stream(s)
         self.assertEqual(last[0]["text"], self.ref(GEN, "stream after a fault", 5))
 
-    def run_fault(self, body_fn):
-        check = self.start_bystander()
+    def run_fault(self, body_fn, bystander_tokens=60):
+        check = self.start_bystander(tokens=bystander_tokens)
         body_fn()
         check()
         self.assert_still_serving()
@@ -298,9 +331,8 @@ class _BackendFaults(StreamChecks):
                     r = open_stream(self.port, path,
                                     make_body(path, f"midstream {mode}", 12, self.MODEL, True),
                                     self.fault(mode, 3))
-                    self.assertNotIsInstance(r, Response,
-                                             f"expected a 200 stream, got {getattr(r, 'status', '')}"
-                                             f" {getattr(r, 'body', b'')[:300]!r}")
+                    if isinstance(r, Response):
+                        self.fail(f"expected a 200 stream, got {r.status} {r.body[:300]!r}")
                     r.read_all()
                     err = self.inband_error(r)
                     for n in needles:
@@ -371,7 +403,7 @@ class _BackendFaults(StreamChecks):
                         self.assertGreaterEqual(took, self.FIRST_BYTE_MS / 1000 * 0.9)
                         self.assertLess(took, self.FIRST_BYTE_MS / 1000 + 2.0,
                                         f"504 took {took:.2f}s")
-        self.run_fault(body)
+        self.run_fault(body, bystander_tokens=200)
 
     def test_stall_midstream_is_inband_timeout(self):
         def body():
@@ -396,7 +428,7 @@ class _BackendFaults(StreamChecks):
                     took = time.monotonic() - t0
                     self.assert_error_for(path, r, 504, "time")
                     self.assertLess(took, self.IDLE_MS / 1000 + 2.0, f"took {took:.2f}s")
-        self.run_fault(body)
+        self.run_fault(body, bystander_tokens=200)
 
 
 class TestFaultsOpenAIBackend(_BackendFaults, unittest.TestCase):

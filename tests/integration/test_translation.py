@@ -22,12 +22,15 @@ class _Matrix(StreamChecks):
     DIALECT = ""
     MODEL = ""
     ALIAS = "foo"
+    SLASH_ALIAS = "org/alias-two"  # model ids may contain '/'
 
     @classmethod
     def setUpClass(cls):
         cls.emu = start(cls, Emulator, cls.DIALECT, cls.MODEL, ["--quiet"])
-        cls.proxy = start(cls, Proxy, ["--upstream", cls.emu.url, "--alias",
-                                       f"{cls.ALIAS}={cls.MODEL}"], model=cls.MODEL)
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.emu.url,
+                                       "--alias", f"{cls.ALIAS}={cls.MODEL}",
+                                       "--alias", f"{cls.SLASH_ALIAS}={cls.MODEL}"],
+                          model=cls.MODEL)
         cls.port = cls.proxy.port
 
     # ---- helpers -----------------------------------------------------------------------------
@@ -138,6 +141,36 @@ class _Matrix(StreamChecks):
         for i, (item, ref) in enumerate(zip(doc, refs)):
             self.assert_sglang_item(item, ref, f"item {i}")
         self.assertEqual(len({d["text"] for d in doc}), 3, "the samples should differ")
+
+    def test_generate_batch_of_one(self):
+        # A list with one prompt is still a batch: the answer is a list.
+        refs = direct_raw(self.emu, ["only one in the list"], 4)
+        doc = self.ok(GEN, {"text": ["only one in the list"],
+                            "sampling_params": {"max_new_tokens": 4}})
+        self.assertIsInstance(doc, list)
+        self.assertEqual(len(doc), 1)
+        self.assert_sglang_item(doc[0], refs[0])
+
+    def test_completions_prompt_list_of_one(self):
+        refs = direct_raw(self.emu, ["a list of one"], 4)
+        doc = self.ok(CMPL, {"model": self.MODEL, "prompt": ["a list of one"], "max_tokens": 4})
+        self.assert_completion(doc, refs)
+
+    def test_generate_stream_n_single_prompt(self):
+        prompt = "streamed samples of one prompt"
+        refs = direct_raw(self.emu, prompt, 4, n=2)
+        s = stream(self.port, GEN, {"text": prompt, "stream": True,
+                                    "sampling_params": {"max_new_tokens": 4, "n": 2}})
+        last = self.check_sglang_stream(s, batch=True)
+        self.assertEqual(sorted(last), [0, 1])
+        for i, ref in enumerate(refs):
+            self.assert_sglang_item(last[i], ref, f"index {i}")
+
+    def test_alias_with_slash(self):
+        prompt = "slash alias"
+        refs = direct_raw(self.emu, prompt, 3)
+        doc = self.ok(CMPL, {"model": self.SLASH_ALIAS, "prompt": prompt, "max_tokens": 3})
+        self.assert_completion(doc, refs, model=self.SLASH_ALIAS)
 
     def test_generate_stop_token_id(self):
         prompt = "stop on a token id"
@@ -315,6 +348,21 @@ class _Matrix(StreamChecks):
         self.assertEqual(fins, {0: "stop"})
         self.assert_usage(usage, ref.prompt_tokens, ref.completion_tokens)
 
+    def test_completions_stream_multi_token_stop(self):
+        # A stop string spanning two tokens: an OpenAI stream must never show any of it, even
+        # when the backend (SGLang native) reveals the first token before the match completes.
+        prompt = "two token stop string"
+        full = direct_raw(self.emu, prompt, 12)[0].text.split()
+        stop = f" {full[3]} {full[4]}"
+        (ref,) = direct_raw(self.emu, prompt, 12, stop=[stop])
+        self.assertEqual(ref.finish, "stop")
+        self.assertNotIn(stop.split()[0], ref.text.split()[3:], ref.text)
+        s = stream(self.port, CMPL, {"model": self.MODEL, "prompt": prompt, "max_tokens": 12,
+                                     "stop": [stop], "stream": True})
+        texts, fins, _ = self.check_openai_stream(s, False, self.MODEL, False)
+        self.assertEqual(texts, {0: ref.text})
+        self.assertEqual(fins, {0: "stop"})
+
     def test_completions_stream_batch_and_n(self):
         prompts = ["stream batch x", "stream batch y z"]
         refs = direct_raw(self.emu, prompts, 4, n=2)
@@ -427,6 +475,139 @@ class _Matrix(StreamChecks):
         u = ref["usage"]
         self.assert_usage(usage, u["prompt_tokens"], u["completion_tokens"])
 
+    # ---- parameters that change the output: they must reach the backend, renamed -------------
+
+    def native(self, **canonical):
+        """Backend-dialect spelling of sampling options for direct_raw(extra=...)."""
+        names = {"sglang": {"seed": "sampling_seed", "keep_stop": "no_stop_trim"},
+                 "openai": {"seed": "seed", "keep_stop": "include_stop_str_in_output"}}
+        return {names[self.DIALECT].get(k, k): v for k, v in canonical.items()}
+
+    def test_generate_sampling_seed(self):
+        prompt = "seeded generation"
+        (unseeded,) = direct_raw(self.emu, prompt, 8)
+        (ref,) = direct_raw(self.emu, prompt, 8, extra=self.native(seed=1234))
+        self.assertNotEqual(ref.text, unseeded.text, "the emulator's output depends on the seed")
+        doc = self.ok(GEN, {"text": prompt, "sampling_params": {"max_new_tokens": 8,
+                                                                "sampling_seed": 1234}})
+        self.assert_sglang_item(doc, ref)
+
+    def test_openai_seed(self):
+        prompt = "seeded openai generation"
+        refs = direct_raw(self.emu, prompt, 8, extra=self.native(seed=99))
+        doc = self.ok(CMPL, {"model": self.MODEL, "prompt": prompt, "max_tokens": 8,
+                             "seed": 99})
+        self.assert_completion(doc, refs)
+
+    def test_generate_ignore_eos(self):
+        prompt = "ignore the end of sequence"
+        hdr = {"X-Emulator-Eos-After": "2"}
+        (ref,) = direct_raw(self.emu, prompt, 6, headers=hdr, extra={"ignore_eos": True})
+        self.assertEqual(ref.finish, "length")
+        doc = self.ok(GEN, {"text": prompt, "sampling_params": {"max_new_tokens": 6,
+                                                                "ignore_eos": True}}, hdr)
+        self.assert_sglang_item(doc, ref)
+
+    def test_openai_ignore_eos(self):
+        prompt = "openai ignore eos"
+        hdr = {"X-Emulator-Eos-After": "2"}
+        refs = direct_raw(self.emu, prompt, 6, headers=hdr, extra={"ignore_eos": True})
+        self.assertEqual(refs[0].finish, "length")
+        doc = self.ok(CMPL, {"model": self.MODEL, "prompt": prompt, "max_tokens": 6,
+                             "ignore_eos": True}, hdr)
+        self.assert_completion(doc, refs)
+
+    def test_generate_no_stop_trim(self):
+        # SGLang's no_stop_trim is vLLM's include_stop_str_in_output: the stop string stays.
+        prompt = "keep the stop string"
+        stop = self.stop_word(prompt, position=3)
+        (ref,) = direct_raw(self.emu, prompt, 12, stop=[stop], extra=self.native(keep_stop=True))
+        self.assertTrue(ref.text.endswith(stop), ref.text)
+        doc = self.ok(GEN, {"text": prompt, "sampling_params": {
+            "max_new_tokens": 12, "stop": [stop], "no_stop_trim": True}})
+        self.assert_sglang_item(doc, ref)
+
+    def test_openai_stop_token_ids(self):
+        prompt = "openai stop token ids"
+        full = direct_raw(self.emu, prompt, 12)[0].text.split()
+        stop_id = token_id(full[2])
+        refs = direct_raw(self.emu, prompt, 12, extra={"stop_token_ids": [stop_id]})
+        self.assertEqual(refs[0].finish, "stop")
+        doc = self.ok(CMPL, {"model": self.MODEL, "prompt": prompt, "max_tokens": 12,
+                             "stop_token_ids": [stop_id]})
+        self.assert_completion(doc, refs)
+
+    UNUSUAL = "He said \"h\u00e9llo\"\n\tthen \\ left \U0001F600 <b>&amp;</b> \u0000 end"
+
+    def test_prompt_bytes_survive_translation(self):
+        # The emulator hashes the exact prompt: any re-encoding damage changes the output.
+        prompt = self.UNUSUAL
+        (ref,) = direct_raw(self.emu, prompt, 6)
+        doc = self.ok(GEN, {"text": prompt, "sampling_params": {"max_new_tokens": 6}})
+        self.assert_sglang_item(doc, ref)
+        doc = self.ok(CMPL, {"model": self.MODEL, "prompt": prompt, "max_tokens": 6})
+        self.assert_completion(doc, [ref])
+        msgs = [{"role": "user", "content": prompt}]
+        self.assert_chat(self.ok(CHAT, {"model": self.MODEL, "messages": msgs,
+                                        "max_tokens": 6}),
+                         direct_chat(self.emu, msgs, 6))
+
+    def test_large_token_ids(self):
+        ids = [5, 2**33 + 7, 2**40]
+        (ref,) = direct_raw(self.emu, ids, 4, ids=True)
+        doc = self.ok(GEN, {"input_ids": ids, "sampling_params": {"max_new_tokens": 4}})
+        self.assert_sglang_item(doc, ref)
+
+    def test_long_output(self):
+        prompt = "a long answer"
+        (ref,) = direct_raw(self.emu, prompt, 4000)
+        self.assertGreater(len(ref.text), 16 * 1024)
+        doc = self.ok(GEN, {"text": prompt, "sampling_params": {"max_new_tokens": 4000}})
+        self.assert_sglang_item(doc, ref)
+        doc = self.ok(CMPL, {"model": self.MODEL, "prompt": prompt, "max_tokens": 4000})
+        self.assert_completion(doc, [ref])
+        (sref,) = direct_raw(self.emu, prompt, 800)
+        s = stream(self.port, GEN, {"text": prompt, "stream": True,
+                                    "sampling_params": {"max_new_tokens": 800}})
+        self.assert_sglang_item(self.check_sglang_stream(s)[0], sref)
+
+    def test_generate_batch_n_stop_string_stream(self):
+        prompts = ["stop in a batch", "stop in a batch too"]
+        stop = self.stop_word(prompts[0], position=2)
+        refs = direct_raw(self.emu, prompts, 10, n=2, stop=stop)
+        hdr = {"X-Emulator-Tokens-Per-Chunk": "3"}
+        s = stream(self.port, GEN, {"text": prompts, "stream": True, "sampling_params": {
+            "max_new_tokens": 10, "n": 2, "stop": stop}}, hdr)
+        last = self.check_sglang_stream(s, batch=True)
+        self.assertEqual(sorted(last), [0, 1, 2, 3])
+        for i, ref in enumerate(refs):
+            self.assert_sglang_item(last[i], ref, f"index {i}")
+        doc = self.ok(GEN, {"text": prompts, "sampling_params": {
+            "max_new_tokens": 10, "n": 2, "stop": stop}})
+        for i, ref in enumerate(refs):
+            self.assert_sglang_item(doc[i], ref, f"item {i}")
+
+    def test_generate_batch_stream_multi_token_counts(self):
+        prompts = ["counts per index", "counts per other index"]
+        hdr = {"X-Emulator-Tokens-Per-Chunk": "3"}
+        refs = direct_raw(self.emu, prompts, 7, n=2, headers=hdr)
+        s = stream(self.port, GEN, {"text": prompts, "stream": True,
+                                    "sampling_params": {"max_new_tokens": 7, "n": 2}}, hdr)
+        last = self.check_sglang_stream(s, batch=True)
+        for i, ref in enumerate(refs):
+            self.assert_sglang_item(last[i], ref, f"index {i}")
+        for d in self.json_events(s):
+            self.assertEqual(d["meta_info"]["completion_tokens"], words(d["text"]), d)
+
+    def test_include_usage_false(self):
+        prompt = "explicitly no usage"
+        (ref,) = direct_raw(self.emu, prompt, 4)
+        s = stream(self.port, CMPL, {"model": self.MODEL, "prompt": prompt, "max_tokens": 4,
+                                     "stream": True,
+                                     "stream_options": {"include_usage": False}})
+        texts, _, _ = self.check_openai_stream(s, False, self.MODEL, False)
+        self.assertEqual(texts, {0: ref.text})
+
     # ---- model names ---------------------------------------------------------------------------
 
     def test_alias_completions(self):
@@ -464,12 +645,13 @@ class _Matrix(StreamChecks):
         self.assertEqual(r.status, 200)
         doc = r.json()
         self.assertEqual(doc["object"], "list")
-        self.assertEqual([m["id"] for m in doc["data"]], [self.MODEL, self.ALIAS])
+        self.assertEqual([m["id"] for m in doc["data"]],
+                         [self.MODEL, self.ALIAS, self.SLASH_ALIAS])
         for m in doc["data"]:
             self.assertEqual(m["object"], "model")
 
     def test_model_by_id(self):
-        for name in (self.MODEL, self.ALIAS):
+        for name in (self.MODEL, self.ALIAS, self.SLASH_ALIAS):
             r = request(self.port, "GET", f"/v1/models/{name}")
             self.assertEqual(r.status, 200, r.body)
             self.assertEqual(r.json()["id"], name)

@@ -37,3 +37,9 @@ TEST_CASE("wrong method and unknown path") {
     CHECK(list.find("POST /generate") != std::string::npos);
     CHECK(list.find("POST /v1/chat/completions") != std::string::npos);
 }
+
+TEST_CASE("model ids are percent-decoded") {
+    CHECK(match_route("GET", "/v1/models/org%2Fname").model_id == "org/name");
+    CHECK(infergate::percent_decode("a%2fb%") == "a/b%");
+    CHECK(infergate::percent_decode("%zz%4") == "%zz%4");
+}
