@@ -20,6 +20,23 @@ void replace_model(std::string& data, const std::string& from, const std::string
     }
 }
 
+// Replaces the value of the first "id" key (the chunk id, first in every OpenAI chunk).
+void replace_id(std::string& data, const std::string& id) {
+    constexpr std::string_view kKey = "\"id\":\"";
+    const size_t start = data.find(kKey);
+    if (start == std::string::npos) {
+        return;
+    }
+    const size_t value = start + kKey.size();
+    size_t end = value;
+    while (end < data.size() && data[end] != '"') {
+        end += data[end] == '\\' ? 2 : 1;
+    }
+    if (end < data.size()) {
+        data.replace(value, end - value, id);
+    }
+}
+
 }  // namespace
 
 std::string_view to_string(Outcome o) {
@@ -72,6 +89,7 @@ net::awaitable<bool> Exchange::run() {
         case Route::Kind::server_info: co_return co_await model_info(true);
         case Route::Kind::method_not_allowed: {
             outcome_ = Outcome::rejected;
+            allow_ = route.allow;
             canonical::Error e;
             e.status = 405;
             e.message = "method " + std::string(request_.method_string()) + " is not allowed on " +
@@ -255,6 +273,12 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
             co_return co_await send_error(front, e);
         }
         if (same_dialect) {
+            // Relayed as is, but only if it is what the dialect says it is.
+            auto checked = back.decode_response(response, req);
+            if (!checked) {
+                outcome_ = Outcome::upstream_error;
+                co_return co_await send_error(front, checked.error());
+            }
             if (model != client_model(req)) {
                 replace_model(response, model, client_model(req));
             }
@@ -396,6 +420,9 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
 
     canonical::StreamState dec;
     dec.n = req.sampling.n;
+    if (!req.sampling.keep_stop_str.value_or(false)) {
+        dec.stop = req.sampling.stop;
+    }
     canonical::StreamState enc;
     enc.id = (front.dialect() == canonical::Dialect::openai_chat ? "chatcmpl-" : "cmpl-") +
              worker_.random_hex(32);
@@ -409,6 +436,10 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
     enc.max_tokens = req.sampling.max_tokens;
     enc.request_ids = req.request_ids;
 
+    // OpenAI streams carry one id on every chunk; SGLang's OpenAI layer gives each of n
+    // choices its own.
+    const bool rewrite_ids = same_dialect && req.sampling.n > 1 &&
+                             front.dialect() != canonical::Dialect::sglang;
     framing::SseScanner scanner;
     std::vector<framing::SseEvent> events;
     std::vector<canonical::StreamEvent> decoded;
@@ -445,9 +476,27 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
         out.clear();
         for (auto& ev : events) {
             if (same_dialect) {
-                done = done || ev.data == "[DONE]";
+                // Relayed as is, but decoded all the same: garbage or the backend's own error
+                // becomes a well-formed in-band error instead of reaching the client raw.
+                decoded.clear();
+                back.decode_stream_event(ev.data, dec, decoded);
+                bool failed = false;
+                for (const auto& d : decoded) {
+                    if (d.type == canonical::StreamEvent::Type::error) {
+                        front.encode_stream_error(d.error, enc, out);
+                        outcome_ = Outcome::inband_error;
+                        failed = true;
+                    }
+                    done = done || failed || d.type == canonical::StreamEvent::Type::done;
+                }
+                if (failed) {
+                    break;
+                }
                 if (model != shown_model) {
                     replace_model(ev.data, model, shown_model);
+                }
+                if (rewrite_ids) {
+                    replace_id(ev.data, enc.id);  // SGLang gives each choice its own id
                 }
                 framing::write_sse_data(ev.data, out);
                 continue;

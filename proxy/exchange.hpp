@@ -84,7 +84,8 @@ private:
     const std::string& peer_;
     std::string request_id_;
     bool keep_alive_ = true;
-    bool chunked_ = true;  // false for HTTP/1.0 clients: the stream ends with the connection
+    bool chunked_ = true;
+    std::string_view allow_;  // the Allow header of a 405  // false for HTTP/1.0 clients: the stream ends with the connection
 
     std::unique_ptr<Upstream> upstream_;
     std::shared_ptr<Watch> watch_;

@@ -96,6 +96,8 @@ canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_vi
         e.message = where + " refused the connection; is the inference server running?";
     } else if (ec == net::error::host_not_found || ec == net::error::host_not_found_try_again) {
         e.message = "cannot resolve the backend host '" + b.url.host + "'";
+    } else if (ec == http::error::partial_message) {
+        e.message = where + " closed the connection before its response was complete";
     } else if (stale_connection(ec)) {
         e.message = where + " closed the connection while " + std::string(stage);
     } else if (ec.category() == net::error::get_ssl_category()) {
@@ -255,6 +257,9 @@ net::awaitable<bool> Exchange::send(http::status status, std::string body,
     status_ = static_cast<int>(status);
     http::response<http::string_body> res{status, request_.version()};
     set_common_headers(res, content_type);
+    if (!allow_.empty()) {
+        res.set(http::field::allow, allow_);
+    }
     res.keep_alive(keep_alive_ && !worker_.stopping());
     if (request_.method() != http::verb::head) {
         res.body() = std::move(body);

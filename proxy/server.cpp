@@ -33,7 +33,9 @@ void Server::publish(const BackendInfo& info) {
 net::awaitable<void> Server::probe_loop() {
     const config::Backend& backend = config_->backend();
     // Configured dialect and model: serve at once; the probe only refines the flavour.
-    if (backend.dialect != config::BackendDialect::auto_detect && !backend.model.empty()) {
+    const bool configured_ready =
+        backend.dialect != config::BackendDialect::auto_detect && !backend.model.empty();
+    if (configured_ready) {
         BackendInfo info;
         info.ready = true;
         info.dialect = backend.dialect;
@@ -61,9 +63,9 @@ net::awaitable<void> Server::probe_loop() {
             log::warn("backend " + backend.url.text() + " not identified yet: " + r.info.detail +
                       (r.reachable ? "" : "; retrying every second"));
         }
-        if (r.reachable && backend.dialect == config::BackendDialect::auto_detect) {
-            // It answers but cannot be identified: publish why, keep trying (it may still be
-            // loading its model).
+        if (!configured_ready) {
+            // Not identified yet (not answering, or answering like nothing known): requests
+            // get a 503 that says why; keep trying, it may still be loading its model.
             publish(r.info);
         }
         ++attempt;

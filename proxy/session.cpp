@@ -1,5 +1,7 @@
 #include "proxy/session.hpp"
 
+#include <array>
+
 #include "proxy/exchange.hpp"
 #include "proxy/log.hpp"
 #include "proxy/worker.hpp"
@@ -48,6 +50,25 @@ net::awaitable<void> Session::reject(http::status status, std::string message, u
     co_await http::async_write(stream_, res, use_nothrow);
 }
 
+net::awaitable<void> Session::linger() {
+    // The client may still be sending the body we refused. Closing now would reset the
+    // connection and the client would see a broken pipe instead of our answer: stop sending,
+    // then read and drop what still comes, for a bounded time and amount (nginx's lingering
+    // close).
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    std::array<char, 16384> sink;
+    size_t drained = 0;
+    stream_.expires_after(std::chrono::seconds(2));
+    while (drained < 64 * 1024 * 1024) {
+        auto [rec, n] = co_await stream_.async_read_some(net::buffer(sink), use_nothrow);
+        if (rec) {
+            break;
+        }
+        drained += n;
+    }
+}
+
 net::awaitable<void> Session::run(std::shared_ptr<Session> self) {
     const config::Config& cfg = worker_.config();
     for (;;) {
@@ -59,7 +80,27 @@ net::awaitable<void> Session::run(std::shared_ptr<Session> self) {
         parser.body_limit(cfg.max_body_bytes);
         parser.header_limit(cfg.max_header_bytes);
         stream_.expires_after(std::chrono::milliseconds(cfg.client_idle_ms));
-        auto [ec, n] = co_await http::async_read(stream_, buffer_, parser, use_nothrow);
+        auto [ec, n] = co_await http::async_read_header(stream_, buffer_, parser, use_nothrow);
+        if (!ec) {
+            idle_ = false;
+            // Refuse an over-long body before reading it, and tell a client that waits for
+            // "100 Continue" to go on (curl does for bodies over 1 KiB).
+            const auto length = parser.content_length();
+            if (length && *length > cfg.max_body_bytes) {
+                ec = http::error::body_limit;
+            } else {
+                if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+                    http::response<http::empty_body> cont{http::status::continue_,
+                                                          parser.get().version()};
+                    auto [cec, cn] = co_await http::async_write(stream_, cont, use_nothrow);
+                    ec = cec;
+                }
+                if (!ec) {
+                    auto [bec, bn] = co_await http::async_read(stream_, buffer_, parser, use_nothrow);
+                    ec = bec;
+                }
+            }
+        }
         idle_ = false;
         if (ec) {
             const unsigned version = parser.is_header_done() ? parser.get().version() : 11;
@@ -69,6 +110,7 @@ net::awaitable<void> Session::run(std::shared_ptr<Session> self) {
                                     std::to_string(cfg.max_body_bytes) +
                                     " bytes (limits.max_body_bytes)",
                                 version);
+                co_await linger();
             } else if (ec == http::error::header_limit) {
                 co_await reject(http::status::request_header_fields_too_large,
                                 "request headers are larger than the limit of " +

@@ -24,6 +24,7 @@ public:
     void close_if_idle();
 
 private:
+    net::awaitable<void> linger();
     net::awaitable<void> reject(http::status status, std::string message, unsigned version);
 
     Worker& worker_;

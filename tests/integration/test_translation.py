@@ -527,6 +527,16 @@ class _Matrix(StreamChecks):
             "max_new_tokens": 12, "stop": [stop], "no_stop_trim": True}})
         self.assert_sglang_item(doc, ref)
 
+    def test_openai_include_stop_str_in_output(self):
+        # vLLM's include_stop_str_in_output is SGLang's no_stop_trim.
+        prompt = "openai keeps the stop string"
+        stop = self.stop_word(prompt, position=3)
+        refs = direct_raw(self.emu, prompt, 12, stop=[stop], extra=self.native(keep_stop=True))
+        self.assertTrue(refs[0].text.endswith(stop), refs[0].text)
+        doc = self.ok(CMPL, {"model": self.MODEL, "prompt": prompt, "max_tokens": 12,
+                             "stop": [stop], "include_stop_str_in_output": True})
+        self.assert_completion(doc, refs)
+
     def test_openai_stop_token_ids(self):
         prompt = "openai stop token ids"
         full = direct_raw(self.emu, prompt, 12)[0].text.split()

@@ -14,6 +14,7 @@ namespace infergate::canonical {
 
 struct ChoiceState {
     std::string text;                  // all text of this choice so far (cumulative)
+    size_t sent = 0;                   // cumulative decoders: bytes of `text` already emitted
     int64_t completion_tokens = 0;     // running count for this choice
     bool tokens_exact = false;         // false while completion_tokens is only a chunk count
     std::optional<int64_t> prompt_tokens;
@@ -37,6 +38,9 @@ struct StreamState {
     bool continuous_usage = false;   // OpenAI: client asked for usage on every chunk
     std::optional<int64_t> max_tokens;
     std::vector<std::string> request_ids;  // SGLang rids
+    // Stop strings the upstream trims. A cumulative decoder holds back a tail that may still
+    // turn out to be the start of one, because text sent as a delta can never be taken back.
+    std::vector<std::string> stop;
 
     std::vector<ChoiceState> choices;
     Usage usage;              // aggregate usage as reported by the upstream, if it did

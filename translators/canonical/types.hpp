@@ -92,6 +92,9 @@ struct SamplingParams {
     std::optional<int64_t> seed;
     std::optional<bool> ignore_eos;
     std::optional<bool> skip_special_tokens;
+    // Keep the matched stop string in the output (SGLang no_stop_trim, vLLM
+    // include_stop_str_in_output).
+    std::optional<bool> keep_stop_str;
     std::vector<std::string> stop;
     std::vector<int64_t> stop_token_ids;
     int n = 1;

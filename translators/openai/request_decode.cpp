@@ -22,7 +22,8 @@ namespace {
 constexpr std::string_view kCommonKeys[] = {
     "model", "max_tokens", "temperature", "top_p", "n", "stop", "seed", "presence_penalty",
     "frequency_penalty", "stream", "stream_options", "logprobs", "top_k", "min_p",
-    "repetition_penalty", "ignore_eos", "min_tokens", "stop_token_ids", "skip_special_tokens"};
+    "repetition_penalty", "ignore_eos", "min_tokens", "stop_token_ids", "skip_special_tokens",
+    "include_stop_str_in_output"};
 // clang-format on
 constexpr std::string_view kCompletionsKeys[] = {"prompt", "echo"};
 constexpr std::string_view kChatKeys[] = {"messages", "max_completion_tokens", "top_logprobs"};
@@ -373,6 +374,7 @@ std::optional<canonical::Error> decode_sampling(const json::Value& doc, Api api,
     s.ignore_eos = r.boolean("ignore_eos", "ignore_eos");
     s.min_tokens = r.integer("min_tokens", "min_tokens", 0);
     s.skip_special_tokens = r.boolean("skip_special_tokens", "skip_special_tokens");
+    s.keep_stop_str = r.boolean("include_stop_str_in_output", "include_stop_str_in_output");
 
     if (api == Api::chat) {
         req.return_logprob = r.boolean("logprobs", "logprobs");

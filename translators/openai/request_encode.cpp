@@ -143,6 +143,7 @@ void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRe
         write_token_ids(w, s.stop_token_ids);
     }
     write_opt(w, "skip_special_tokens", s.skip_special_tokens);
+    write_opt(w, "include_stop_str_in_output", s.keep_stop_str);
 }
 
 }  // namespace

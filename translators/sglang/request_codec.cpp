@@ -169,6 +169,8 @@ std::optional<Error> read_sampling(const json::Value& obj, std::string_view pref
             sp.ignore_eos = json::get_bool(obj, key, path, err);
         } else if (key == "skip_special_tokens") {
             sp.skip_special_tokens = json::get_bool(obj, key, path, err);
+        } else if (key == "no_stop_trim") {
+            sp.keep_stop_str = json::get_bool(obj, key, path, err);
         } else if (key == "stop") {
             err = read_stop(v, path, sp.stop);
         } else if (key == "stop_token_ids") {

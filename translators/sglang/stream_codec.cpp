@@ -222,6 +222,24 @@ void SglangCodec::encode_stream_error(const Error& error, StreamState& state,
 
 // ---- upstream side ---------------------------------------------------------------------------
 
+namespace {
+
+// Length of the longest tail of `text` that is a prefix of (or equal to) one of `stops`.
+size_t stop_prefix_tail(std::string_view text, const std::vector<std::string>& stops) {
+    size_t longest = 0;
+    for (const std::string& s : stops) {
+        for (size_t k = std::min(s.size(), text.size()); k > longest; --k) {
+            if (text.compare(text.size() - k, k, s, 0, k) == 0) {
+                longest = k;
+                break;
+            }
+        }
+    }
+    return longest;
+}
+
+}  // namespace
+
 void SglangCodec::decode_stream_event(std::string_view data, StreamState& state,
                                       std::vector<StreamEvent>& out) const {
     while (!data.empty() && (data.back() == ' ' || data.back() == '\r' || data.back() == '\n')) {
@@ -275,13 +293,12 @@ void SglangCodec::decode_stream_event(std::string_view data, StreamState& state,
     ChoiceState& c = state.choice(ev.index);
     const std::string_view now(text->GetString(), text->GetStringLength());
     if (now.size() >= c.text.size() && now.compare(0, c.text.size(), c.text) == 0) {
-        // The old text was a whole JSON string, so the cut falls on a code point boundary.
-        ev.text.assign(now.substr(c.text.size()));
-        c.text.append(ev.text);
+        c.text.append(now.substr(c.text.size()));
     } else {
         // A trimmed stop string or a detokenizer correction: what went out cannot be taken back
         // in a delta protocol, so send nothing for it and diff later events against the new text.
         c.text.assign(now);
+        c.sent = now.size();
     }
 
     const json::Value* meta = json::find(doc, "meta_info");
@@ -318,6 +335,14 @@ void SglangCodec::decode_stream_event(std::string_view data, StreamState& state,
                 c.finished = true;
             }
         }
+    }
+    // Emit what is certain: everything once finished, else all but a tail that may be the
+    // start of a stop string the server will trim (its first byte starts a code point, so the
+    // cut never splits one).
+    const size_t limit = ev.finish ? c.text.size() : c.text.size() - stop_prefix_tail(c.text, state.stop);
+    if (limit > c.sent) {
+        ev.text.assign(c.text, c.sent, limit - c.sent);
+        c.sent = limit;
     }
     out.push_back(std::move(ev));
 }

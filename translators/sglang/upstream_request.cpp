@@ -67,6 +67,7 @@ void write_sampling(wire::Writer& w, const SamplingParams& sp, const GenerationR
     int_field(w, "sampling_seed", sp.seed);
     bool_field(w, "ignore_eos", sp.ignore_eos);
     bool_field(w, "skip_special_tokens", sp.skip_special_tokens);
+    bool_field(w, "no_stop_trim", sp.keep_stop_str);
     if (!sp.stop.empty()) {
         wire::key(w, "stop");
         w.StartArray();

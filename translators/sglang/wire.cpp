@@ -168,10 +168,10 @@ std::optional<std::string> read_counts(const json::Value& meta_info, canonical::
 }
 
 bool is_passthrough_sampling_key(std::string_view key) {
-    static constexpr std::array<std::string_view, 10> kKeys = {
+    static constexpr std::array<std::string_view, 9> kKeys = {
         "json_schema",  "regex",
         "ebnf",         "structural_tag",
-        "stop_regex",   "no_stop_trim",
+        "stop_regex",
         "spaces_between_special_tokens", "custom_params",
         "stream_interval", "logit_bias",
     };

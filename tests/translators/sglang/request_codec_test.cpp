@@ -88,14 +88,13 @@ TEST_CASE("sglang decode_request: every known sampling key and top-level field")
     CHECK(sp.stop_token_ids == std::vector<int64_t>{151645, 151643});
     CHECK(sp.ignore_eos == true);
     CHECK(sp.skip_special_tokens == false);
+    CHECK(sp.keep_stop_str == true);  // no_stop_trim: vLLM's include_stop_str_in_output
     // SGLang-only sampling keys survive as raw JSON; null ones mean "default" and are dropped.
-    REQUIRE(req.sampling_extras.size() == 3);
+    REQUIRE(req.sampling_extras.size() == 2);
     CHECK(req.sampling_extras[0].key == "json_schema");
     CHECK(req.sampling_extras[0].json == R"("{\"type\": \"object\"}")");
-    CHECK(req.sampling_extras[1].key == "no_stop_trim");
-    CHECK(req.sampling_extras[1].json == "true");
-    CHECK(req.sampling_extras[2].key == "logit_bias");
-    CHECK(req.sampling_extras[2].json == R"({"42":-100})");
+    CHECK(req.sampling_extras[1].key == "logit_bias");
+    CHECK(req.sampling_extras[1].json == R"({"42":-100})");
     // Unknown top-level keys survive too.
     REQUIRE(req.extras.size() == 2);
     CHECK(req.extras[0].key == "lora_path");

@@ -395,3 +395,39 @@ TEST_CASE("sglang stream: decode then re-encode reproduces the cumulative events
     }
     CHECK(wire == expected);
 }
+
+TEST_CASE("sglang decode_stream_event holds back a tail that may start a stop string") {
+    const auto& codec = infergate::translators::sglang::codec();
+    infergate::canonical::StreamState state;
+    state.stop = {" so long"};
+    std::vector<infergate::canonical::StreamEvent> out;
+    auto text_of = [&](std::string_view data) {
+        out.clear();
+        codec.decode_stream_event(data, state, out);
+        REQUIRE(out.size() == 1);
+        return out[0].text;
+    };
+    const std::string meta = R"(,"meta_info":{"finish_reason":null,"completion_tokens":1}})";
+    CHECK(text_of(R"({"text":" one")" + meta) == " one");
+    // " so" may be the start of " so long": held back.
+    CHECK(text_of(R"({"text":" one so")" + meta) == "");
+    // It was not: released together with what follows.
+    CHECK(text_of(R"({"text":" one so far")" + meta) == " so far");
+    CHECK(text_of(R"({"text":" one so far so lo")" + meta) == "");
+    // The server trims the matched stop string in its final text: nothing of it leaks.
+    CHECK(text_of(R"({"text":" one so far","meta_info":{"finish_reason":{"type":"stop","matched":" so long"},"completion_tokens":5}})") == "");
+    CHECK(out[0].finish.has_value());
+}
+
+TEST_CASE("sglang decode_stream_event releases held text when the stream finishes") {
+    const auto& codec = infergate::translators::sglang::codec();
+    infergate::canonical::StreamState state;
+    state.stop = {"###"};
+    std::vector<infergate::canonical::StreamEvent> out;
+    codec.decode_stream_event(R"({"text":"a #","meta_info":{"finish_reason":null}})", state, out);
+    codec.decode_stream_event(
+        R"({"text":"a ##","meta_info":{"finish_reason":{"type":"length","length":2}}})", state, out);
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].text == "a ");
+    CHECK(out[1].text == "##");
+}
