@@ -247,6 +247,9 @@ std::vector<std::string> validate(const Config& c) {
         if (b.max_idle_connections < 0) {
             errors.push_back(p + ".max_idle_connections: must be >= 0");
         }
+        if (!b.tls_ca_file.empty() && !b.url.tls) {
+            errors.push_back(p + ".tls_ca_file: only applies to an https:// url");
+        }
         if (!b.api_key_env.empty() && b.api_key.empty()) {
             errors.push_back(p + ".api_key_env: environment variable " + b.api_key_env +
                              " is not set");
@@ -307,7 +310,7 @@ LoadResult load_yaml_text(std::string_view text) {
                 const YAML::Node n = backends[i];
                 const std::string p = "backends[" + std::to_string(i) + "]";
                 Backend b;
-                r.check_keys(n, p, {"name", "url", "dialect", "model", "api_key_env", "timeouts",
+                r.check_keys(n, p, {"name", "url", "dialect", "model", "api_key_env", "tls_ca_file", "timeouts",
                                     "max_idle_connections"});
                 if (!n.IsMap()) {
                     continue;
@@ -333,6 +336,7 @@ LoadResult load_yaml_text(std::string_view text) {
                 }
                 r.read(n, "model", p, b.model);
                 r.read(n, "api_key_env", p, b.api_key_env);
+                r.read(n, "tls_ca_file", p, b.tls_ca_file);
                 r.read(n, "max_idle_connections", p, b.max_idle_connections);
                 if (const YAML::Node t = n["timeouts"]; t) {
                     const std::string tp = p + ".timeouts";
@@ -348,7 +352,7 @@ LoadResult load_yaml_text(std::string_view text) {
     }
     if (const YAML::Node models = root["models"]; models) {
         r.check_keys(models, "models", {"aliases"});
-        if (const YAML::Node aliases = models["aliases"]; aliases) {
+        if (const YAML::Node aliases = models["aliases"]; aliases && !aliases.IsNull()) {
             if (!aliases.IsMap()) {
                 r.fail("models.aliases", "must be a mapping of alias: backend model");
             } else {

@@ -46,6 +46,7 @@ struct Backend {
     std::string model;        // served model name; discovered when empty
     std::string api_key_env;  // environment variable holding the bearer token
     std::string api_key;      // resolved at load time from api_key_env
+    std::string tls_ca_file;  // PEM bundle to verify an https backend (default: system CAs)
     Timeouts timeouts;
     int max_idle_connections = 64;  // per thread
 };

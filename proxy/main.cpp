@@ -33,6 +33,7 @@ Options:
   --model NAME           the backend's served model name (default: discovered)
   --alias NAME=MODEL     let clients call MODEL by NAME (repeatable)
   --api-key-env VAR      send "Authorization: Bearer $VAR" to the backend
+  --tls-ca-file FILE     PEM CA bundle to verify an https backend (default: system CAs)
   --threads N            worker threads (default 1)
   --log-level L          debug, info (default), warn, error
   --check-config         validate the configuration and exit
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
     std::string dialect;
     std::string model;
     std::string api_key_env;
+    std::string tls_ca_file;
     std::string log_level;
     std::vector<config::Alias> aliases;
     int threads = 0;
@@ -110,6 +112,8 @@ int main(int argc, char** argv) {
             model = v;
         } else if (arg == "--api-key-env") {
             api_key_env = v;
+        } else if (arg == "--tls-ca-file") {
+            tls_ca_file = v;
         } else if (arg == "--log-level") {
             log_level = v;
         } else if (arg == "--alias") {
@@ -133,7 +137,7 @@ int main(int argc, char** argv) {
     config::LoadResult loaded;
     if (!config_path.empty()) {
         if (!upstream.empty() || !dialect.empty() || !model.empty() || !aliases.empty() ||
-            !api_key_env.empty()) {
+            !api_key_env.empty() || !tls_ca_file.empty()) {
             return usage_error(
                 "--upstream, --upstream-dialect, --model, --alias and --api-key-env describe the "
                 "backend, which --config already does; use one or the other");
@@ -148,6 +152,9 @@ int main(int argc, char** argv) {
         }
         if (!api_key_env.empty()) {
             yaml += "    api_key_env: \"" + api_key_env + "\"\n";
+        }
+        if (!tls_ca_file.empty()) {
+            yaml += "    tls_ca_file: \"" + tls_ca_file + "\"\n";
         }
         if (!aliases.empty()) {
             yaml += "models:\n  aliases:\n";

@@ -17,6 +17,13 @@ namespace infergate {
 Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move(config)) {
     tls_.set_default_verify_paths();
     tls_.set_verify_mode(net::ssl::verify_peer);
+    if (const std::string& ca = config_->backend().tls_ca_file; !ca.empty()) {
+        beast::error_code ec;
+        tls_.load_verify_file(ca, ec);
+        if (ec) {
+            tls_error_ = "backends[0].tls_ca_file: cannot load '" + ca + "': " + ec.message();
+        }
+    }
     for (int i = 0; i < config_->threads; ++i) {
         workers_.push_back(std::make_unique<Worker>(i, config_, &tls_));
     }
@@ -96,6 +103,10 @@ void Server::shutdown() {
 }
 
 int Server::run() {
+    if (!tls_error_.empty()) {
+        log::error(tls_error_);
+        return 2;
+    }
     beast::error_code ec;
     const auto address = net::ip::make_address(config_->listen_host, ec);
     if (ec) {

@@ -33,6 +33,7 @@ private:
     std::vector<std::unique_ptr<Worker>> workers_;
     std::vector<std::unique_ptr<Listener>> listeners_;
     bool shutting_down_ = false;
+    std::string tls_error_;
 };
 
 }  // namespace infergate

@@ -12,7 +12,7 @@ PACKAGES=(
   # libraries (never vendored, never downloaded at build time)
   libboost1.81-dev rapidjson-dev prometheus-cpp-dev libyaml-cpp-dev doctest-dev libssl-dev
   # tests: integration harness, real clients, real Prometheus
-  python3 python3-aiohttp curl ca-certificates prometheus
+  python3 python3-aiohttp curl ca-certificates openssl prometheus
   # benchmarks and baselines
   nginx-light haproxy wrk nghttp2-client valgrind
 )
