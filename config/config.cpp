@@ -219,6 +219,9 @@ std::vector<std::string> validate(const Config& c) {
     if (c.max_header_bytes < 1024) {
         errors.push_back("limits.max_header_bytes: must be >= 1024");
     }
+    if (c.access_log.empty()) {
+        errors.push_back("access_log: must be stderr, off or a file path");
+    }
     if (c.backends.empty()) {
         errors.push_back("backends: at least one backend is required");
     }
@@ -283,7 +286,7 @@ LoadResult load_yaml_text(std::string_view text) {
         root = YAML::Node(YAML::NodeType::Map);
     }
     r.check_keys(root, "", {"listen", "threads", "limits", "backends", "models", "log_level",
-                            "client_idle_ms", "shutdown_grace_ms"});
+                            "client_idle_ms", "shutdown_grace_ms", "access_log"});
     if (!r.errors.empty() && !root.IsMap()) {
         return LoadResult{nullptr, r.errors};
     }
@@ -295,6 +298,7 @@ LoadResult load_yaml_text(std::string_view text) {
     }
     r.read(root, "threads", "", c.threads);
     r.read(root, "log_level", "", c.log_level);
+    r.read(root, "access_log", "", c.access_log);
     r.read(root, "client_idle_ms", "", c.client_idle_ms);
     r.read(root, "shutdown_grace_ms", "", c.shutdown_grace_ms);
     if (const YAML::Node limits = root["limits"]; limits) {

@@ -67,6 +67,8 @@ struct Config {
     std::vector<Backend> backends;  // the first one serves every request for now
     std::vector<Alias> aliases;
     std::string log_level = "info";
+    // One JSON line per request: "stderr" (default), "off", or a file path (appended to).
+    std::string access_log = "stderr";
 
     const Backend& backend() const { return backends.front(); }
 };

@@ -60,6 +60,7 @@ Exchange::Exchange(Worker& worker, beast::tcp_stream& client,
       peer_(peer),
       received_(std::chrono::steady_clock::now()) {
     keep_alive_ = request_.keep_alive();
+    bytes_in_ = request_.body().size();
     chunked_ = request_.version() >= 11;
     const auto rid = request_["X-Request-Id"];
     request_id_ = !rid.empty() && rid.size() <= 128 ? std::string(rid) : worker_.random_hex(32);
@@ -78,8 +79,15 @@ Exchange::~Exchange() {
 }
 
 net::awaitable<bool> Exchange::run() {
+    const bool keep_alive = co_await dispatch();
+    finish_record();
+    co_return keep_alive;
+}
+
+net::awaitable<bool> Exchange::dispatch() {
     const Route route = match_route(request_.method_string(), request_.target());
     switch (route.kind) {
+        case Route::Kind::metrics: co_return co_await serve_metrics();
         case Route::Kind::generate: co_return co_await generate(route.dialect);
         case Route::Kind::models: co_return co_await models({});
         case Route::Kind::model: co_return co_await models(route.model_id);
@@ -127,12 +135,21 @@ std::string Exchange::client_model(const canonical::GenerationRequest& req) cons
 
 net::awaitable<bool> Exchange::generate(canonical::Dialect dialect) {
     const translators::Codec& front = translators::codec_for(dialect);
+    generation_ = true;
+    front_name_ = canonical::to_string(dialect);
+    record_.route = dialect == canonical::Dialect::sglang ? RouteLabel::sglang_generate
+                    : dialect == canonical::Dialect::openai_chat ? RouteLabel::openai_chat
+                                                                 : RouteLabel::openai_completions;
+    record_.model_slot = worker_.metrics_registry().model_slot({});
+    worker_.metrics().request_started();
     auto decoded = front.decode_request(request_.body());
     if (!decoded) {
         outcome_ = Outcome::rejected;
         co_return co_await send_error(front, decoded.error());
     }
     canonical::GenerationRequest& req = decoded.value();
+    model_label_ = client_model(req);
+    record_.model_slot = worker_.metrics_registry().model_slot(model_label_);
     const BackendInfo& info = worker_.backend();
     if (!info.ready) {
         outcome_ = Outcome::upstream_error;
@@ -152,6 +169,7 @@ net::awaitable<bool> Exchange::generate(canonical::Dialect dialect) {
                            : canonical::Dialect::openai_completions;
     }
     const translators::Codec& back = translators::codec_for(back_dialect);
+    back_name_ = canonical::to_string(back_dialect);
     const bool same = back_dialect == dialect;
     if (req.request_ids.empty() && dialect == canonical::Dialect::sglang && !same) {
         // SGLang clients read meta_info.id; give every choice one.
@@ -176,14 +194,28 @@ namespace {
 
 // The body to send upstream on the same-dialect fast path: the client's own bytes, with only the
 // model name changed when it must be.
+// `ask_usage`: an OpenAI stream whose client did not ask for usage gets
+// stream_options.include_usage all the same (the tokens are counted from it); the usage chunk
+// is taken out again before the client sees it.
 std::string fast_path_body(std::string& client_body, const canonical::GenerationRequest& req,
-                           const std::string& model) {
-    if (req.dialect == canonical::Dialect::sglang || model == req.model) {
+                           const std::string& model, bool ask_usage) {
+    if (req.dialect == canonical::Dialect::sglang || (model == req.model && !ask_usage)) {
         return std::move(client_body);
     }
     json::Document doc;
     if (json::parse(client_body, doc)) {
         return std::move(client_body);
+    }
+    if (ask_usage) {
+        auto& alloc = doc.GetAllocator();
+        auto options = doc.FindMember("stream_options");
+        if (options == doc.MemberEnd() || !options->value.IsObject()) {
+            doc.RemoveMember("stream_options");
+            doc.AddMember("stream_options", json::Value(rapidjson::kObjectType), alloc);
+            options = doc.FindMember("stream_options");
+        }
+        options->value.RemoveMember("include_usage");
+        options->value.AddMember("include_usage", true, alloc);
     }
     auto it = doc.FindMember("model");
     if (it != doc.MemberEnd()) {
@@ -238,7 +270,7 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
     const std::string model = upstream_model(req);
     std::string body;
     if (same_dialect) {
-        body = fast_path_body(request_.body(), req, model);
+        body = fast_path_body(request_.body(), req, model, false);
     } else {
         auto encoded = back.encode_request(
             req, translators::UpstreamOptions{model, worker_.backend().flavor, upstream_streams});
@@ -268,6 +300,8 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
         finish_upstream(true);
         if (status < 200 || status >= 300) {
             outcome_ = Outcome::upstream_error;
+            note_upstream_error(status < 500 ? UpstreamErrorKind::status_4xx
+                                             : UpstreamErrorKind::status_5xx);
             canonical::Error e = back.decode_error(status, response);
             e.status = status;
             co_return co_await send_error(front, e);
@@ -277,8 +311,10 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
             auto checked = back.decode_response(response, req);
             if (!checked) {
                 outcome_ = Outcome::upstream_error;
+                note_upstream_error(UpstreamErrorKind::protocol);
                 co_return co_await send_error(front, checked.error());
             }
+            note_usage(checked->usage);
             if (model != client_model(req)) {
                 replace_model(response, model, client_model(req));
             }
@@ -289,9 +325,11 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
         auto result = back.decode_response(response, req);
         if (!result) {
             outcome_ = Outcome::upstream_error;
+            note_upstream_error(UpstreamErrorKind::protocol);
             co_return co_await send_error(front, result.error());
         }
         canonical::GenerationResult& r = result.value();
+        note_usage(r.usage);
         r.model = client_model(req);
         r.created = std::chrono::duration_cast<std::chrono::seconds>(
                         std::chrono::system_clock::now().time_since_epoch()).count();
@@ -366,6 +404,7 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
         }
         result.usage = state.aggregate_usage();
     }
+    note_usage(result.usage);
     result.model = client_model(req);
     for (size_t i = 0; i < result.choices.size() && i < req.request_ids.size(); ++i) {
         result.choices[i].id = req.request_ids[i];
@@ -382,8 +421,10 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
     const std::string model = upstream_model(req);
     const std::string shown_model = client_model(req);
     std::string body;
+    const bool strip_usage = same_dialect && !req.include_usage &&
+                             front.dialect() != canonical::Dialect::sglang;
     if (same_dialect) {
-        body = fast_path_body(request_.body(), req, model);
+        body = fast_path_body(request_.body(), req, model, strip_usage);
     } else {
         auto encoded = back.encode_request(
             req, translators::UpstreamOptions{model, worker_.backend().flavor, true});
@@ -410,6 +451,8 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
             co_return false;
         }
         outcome_ = Outcome::upstream_error;
+        note_upstream_error(status < 500 ? UpstreamErrorKind::status_4xx
+                                         : UpstreamErrorKind::status_5xx);
         canonical::Error e = back.decode_error(status, response);
         e.status = status;
         co_return co_await send_error(front, e);
@@ -447,11 +490,14 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
     bool done = false;
     bool message_complete = false;
     std::optional<canonical::Error> failure;
+    TokenTally tally;
+    tally.n = req.sampling.n;
     while (!done) {
         std::string_view bytes;
         if (auto ec = co_await read_upstream_some(bytes)) {
             if (watch_->client_gone) {
                 outcome_ = Outcome::client_disconnect;
+                note_usage(tally.total());
                 co_return false;
             }
             failure = upstream_failure(ec, "streaming");
@@ -474,24 +520,39 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
             }
         }
         out.clear();
+        int64_t content_tokens = 0;
+        bool failed = false;
         for (auto& ev : events) {
-            if (same_dialect) {
-                // Relayed as is, but decoded all the same: garbage or the backend's own error
-                // becomes a well-formed in-band error instead of reaching the client raw.
-                decoded.clear();
-                back.decode_stream_event(ev.data, dec, decoded);
-                bool failed = false;
-                for (const auto& d : decoded) {
-                    if (d.type == canonical::StreamEvent::Type::error) {
-                        front.encode_stream_error(d.error, enc, out);
-                        outcome_ = Outcome::inband_error;
-                        failed = true;
-                    }
-                    done = done || failed || d.type == canonical::StreamEvent::Type::done;
+            // Decoded on the fast path too: the tokens are counted from it, and garbage or the
+            // backend's own error becomes a well-formed in-band error instead of reaching the
+            // client raw.
+            decoded.clear();
+            back.decode_stream_event(ev.data, dec, decoded);
+            bool usage_only = false;
+            for (const auto& d : decoded) {
+                if (d.type == canonical::StreamEvent::Type::done) {
+                    done = true;
+                    continue;
                 }
-                if (failed) {
+                if (d.type == canonical::StreamEvent::Type::error) {
+                    front.encode_stream_error(d.error, enc, out);
+                    outcome_ = Outcome::inband_error;
+                    failed = done = true;
                     break;
                 }
+                usage_only = d.type == canonical::StreamEvent::Type::usage;
+                const int64_t tokens = tally.add(d);
+                if (d.type == canonical::StreamEvent::Type::chunk && !d.text.empty()) {
+                    content_tokens += tokens;
+                }
+                if (!same_dialect) {
+                    front.encode_stream_event(d, enc, out);
+                }
+            }
+            if (failed) {
+                break;
+            }
+            if (same_dialect && !(usage_only && strip_usage)) {
                 if (model != shown_model) {
                     replace_model(ev.data, model, shown_model);
                 }
@@ -499,29 +560,20 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
                     replace_id(ev.data, enc.id);  // SGLang gives each choice its own id
                 }
                 framing::write_sse_data(ev.data, out);
-                continue;
-            }
-            decoded.clear();
-            back.decode_stream_event(ev.data, dec, decoded);
-            for (const auto& d : decoded) {
-                if (d.type == canonical::StreamEvent::Type::done) {
-                    done = true;
-                } else if (d.type == canonical::StreamEvent::Type::error) {
-                    front.encode_stream_error(d.error, enc, out);
-                    outcome_ = Outcome::inband_error;
-                    done = true;
-                } else {
-                    front.encode_stream_event(d, enc, out);
-                }
             }
         }
+        if (content_tokens > 0) {
+            note_content(content_tokens);
+        }
         if (!out.empty() && !co_await write_stream(out)) {
+            note_usage(tally.total());
             co_return false;
         }
         if (message_complete) {
             break;
         }
     }
+    note_usage(tally.total());
     if (!done && !failure) {
         failure = canonical::Error{502,
                                    "the backend closed the stream before it finished; the output "

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/metrics.hpp"
 #include "proxy/net.hpp"
 #include "proxy/router.hpp"
 #include "translators/codec.hpp"
@@ -20,6 +21,20 @@ class UpstreamConnection;
 // How an exchange ended (the metrics and the access log use it).
 enum class Outcome { ok, client_disconnect, upstream_error, inband_error, truncated, timeout, rejected };
 std::string_view to_string(Outcome o);
+
+// Token counts as the backend reports them in a stream: per-choice running counts and the
+// final aggregate, whichever arrives.
+struct TokenTally {
+    int n = 1;
+    std::vector<int64_t> completion;  // per choice; -1 = never reported
+    std::vector<std::optional<int64_t>> prompt;
+    std::vector<std::optional<int64_t>> cached;
+    std::optional<canonical::Usage> final_usage;
+    // Takes one decoded event; returns the tokens a content chunk carried (its running count's
+    // increase; 1 when the backend reports no running count).
+    int64_t add(const canonical::StreamEvent& ev);
+    canonical::Usage total() const;
+};
 
 class Exchange {
 public:
@@ -37,7 +52,9 @@ private:
     struct Watch;     // notices a client that goes away while the backend works
 
     // ---- routes ---------------------------------------------------------------------------
+    net::awaitable<bool> dispatch();
     net::awaitable<bool> generate(canonical::Dialect dialect);
+    net::awaitable<bool> serve_metrics();
     net::awaitable<bool> models(std::string_view id);
     net::awaitable<bool> health(bool generate);
     net::awaitable<bool> model_info(bool server_info);
@@ -75,6 +92,19 @@ private:
     net::awaitable<bool> end_stream();
     void set_common_headers(http::fields& h, std::string_view content_type) const;
 
+    // ---- measurement ----------------------------------------------------------------------
+    // Content-bearing bytes carrying `tokens` tokens are about to leave for the client.
+    void note_content(int64_t tokens);
+    void note_usage(const canonical::Usage& usage);
+    void note_upstream_error(UpstreamErrorKind kind);
+    void finish_record();  // metrics + access log, once
+    // Time spent waiting (for the backend or the client) is not the proxy's own overhead.
+    struct WaitTimer {
+        Exchange& x;
+        std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+        ~WaitTimer() { x.waited_ += std::chrono::steady_clock::now() - t0; }
+    };
+
     std::string client_model(const canonical::GenerationRequest& req) const;
     std::string upstream_model(const canonical::GenerationRequest& req) const;
 
@@ -94,6 +124,19 @@ private:
     Outcome outcome_ = Outcome::ok;
     int status_ = 200;
     std::chrono::steady_clock::time_point received_;
+
+    // What the metrics and the access log get at the end.
+    bool generation_ = false;
+    RequestRecord record_;
+    std::string_view front_name_;
+    std::string_view back_name_;
+    std::string model_label_;
+    std::chrono::steady_clock::duration waited_{};
+    std::optional<std::chrono::steady_clock::time_point> first_content_;
+    std::chrono::steady_clock::time_point last_content_;
+    uint64_t bytes_in_ = 0;
+    uint64_t bytes_out_ = 0;
+    bool usage_known_ = false;
 };
 
 }  // namespace infergate

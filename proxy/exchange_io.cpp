@@ -84,6 +84,7 @@ canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_vi
     e.type = "upstream_error";
     const std::string where = "the backend at " + b.url.text();
     if (ec == beast::error::timeout) {
+        note_upstream_error(UpstreamErrorKind::timeout);
         e.status = 504;
         e.type = "timeout";
         outcome_ = Outcome::timeout;
@@ -92,6 +93,12 @@ canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_vi
         return e;
     }
     outcome_ = Outcome::upstream_error;
+    note_upstream_error(ec == net::error::connection_refused || ec == net::error::host_not_found ||
+                                ec == net::error::host_not_found_try_again
+                            ? UpstreamErrorKind::connect
+                        : stale_connection(ec) || ec == http::error::partial_message
+                            ? UpstreamErrorKind::reset
+                            : UpstreamErrorKind::protocol);
     if (ec == net::error::connection_refused) {
         e.message = where + " refused the connection; is the inference server running?";
     } else if (ec == net::error::host_not_found || ec == net::error::host_not_found_try_again) {
@@ -138,7 +145,16 @@ net::awaitable<bool> Exchange::call_upstream(http::verb verb, std::string target
     for (int attempt = 0; attempt < 2; ++attempt) {
         beast::error_code ec;
         bool reused = false;
-        upstream_->conn = co_await worker_.pool().acquire(ec, reused);
+        const auto connect_start = std::chrono::steady_clock::now();
+        {
+            WaitTimer wait{*this};
+            upstream_->conn = co_await worker_.pool().acquire(ec, reused);
+        }
+        if (!ec && !reused) {
+            record_.upstream_connect_seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - connect_start)
+                    .count();
+        }
         if (ec) {
             error_ = upstream_failure(ec, "connecting");
             co_return false;
@@ -151,9 +167,11 @@ net::awaitable<bool> Exchange::call_upstream(http::verb verb, std::string target
             watch_->conn = upstream_->conn.get();
         }
         UpstreamConnection& conn = *upstream_->conn;
+        WaitTimer wait{*this};
         conn.expires_after(op_timeout(b.timeouts.idle_ms));
         auto [wec, wn] = co_await conn.visit(
             [&](auto& s) { return http::async_write(s, req, use_nothrow); });
+        const auto sent = std::chrono::steady_clock::now();
         std::string_view stage = "sending the request";
         if (!wec) {
             upstream_->parser.emplace();
@@ -165,6 +183,8 @@ net::awaitable<bool> Exchange::call_upstream(http::verb verb, std::string target
             });
             if (!hec) {
                 ++conn.uses;
+                record_.upstream_first_byte_seconds =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
                 co_return true;
             }
             wec = hec;
@@ -188,6 +208,7 @@ net::awaitable<beast::error_code> Exchange::read_upstream_some(std::string_view&
     auto& parser = *upstream_->parser;
     UpstreamConnection& conn = *upstream_->conn;
     const config::Backend& b = worker_.pool().backend();
+    WaitTimer wait{*this};
     while (!parser.is_done()) {
         parser.get().body().data = upstream_->buf.data();
         parser.get().body().size = upstream_->buf.size();
@@ -265,6 +286,8 @@ net::awaitable<bool> Exchange::send(http::status status, std::string body,
         res.body() = std::move(body);
     }
     res.prepare_payload();
+    bytes_out_ += res.body().size();
+    WaitTimer wait{*this};
     client_.expires_after(std::chrono::milliseconds(worker_.config().client_idle_ms));
     auto [ec, n] = co_await http::async_write(client_, res, use_nothrow);
     client_.expires_never();
@@ -301,6 +324,7 @@ net::awaitable<bool> Exchange::start_stream(std::string_view content_type) {
         res.keep_alive(false);
     }
     http::response_serializer<http::empty_body> sr{res};
+    WaitTimer wait{*this};
     client_.expires_after(std::chrono::milliseconds(worker_.config().client_idle_ms));
     auto [ec, n] = co_await http::async_write_header(client_, sr, use_nothrow);
     if (ec) {
@@ -311,6 +335,8 @@ net::awaitable<bool> Exchange::start_stream(std::string_view content_type) {
 }
 
 net::awaitable<bool> Exchange::write_stream(std::string_view bytes) {
+    bytes_out_ += bytes.size();
+    WaitTimer wait{*this};
     client_.expires_after(std::chrono::milliseconds(worker_.config().client_idle_ms));
     beast::error_code ec;
     if (chunked_) {
@@ -336,6 +362,7 @@ net::awaitable<bool> Exchange::end_stream() {
     if (!chunked_) {
         co_return true;
     }
+    WaitTimer wait{*this};
     client_.expires_after(std::chrono::milliseconds(worker_.config().client_idle_ms));
     auto [ec, n] = co_await net::async_write(client_, http::make_chunk_last(), use_nothrow);
     client_.expires_never();

@@ -36,6 +36,7 @@ Options:
   --tls-ca-file FILE     PEM CA bundle to verify an https backend (default: system CAs)
   --threads N            worker threads (default 1)
   --log-level L          debug, info (default), warn, error
+  --access-log WHERE     one JSON line per request: stderr (default), off, or a file path
   --check-config         validate the configuration and exit
   --version              print the version and exit
   --help                 print this help and exit
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
     std::string api_key_env;
     std::string tls_ca_file;
     std::string log_level;
+    std::string access_log;
     std::vector<config::Alias> aliases;
     int threads = 0;
     bool check_only = false;
@@ -116,6 +118,8 @@ int main(int argc, char** argv) {
             tls_ca_file = v;
         } else if (arg == "--log-level") {
             log_level = v;
+        } else if (arg == "--access-log") {
+            access_log = v;
         } else if (arg == "--alias") {
             const size_t eq = v.find('=');
             if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
@@ -164,7 +168,7 @@ int main(int argc, char** argv) {
         }
         loaded = config::load_yaml_text(yaml);
     }
-    if (loaded.config && (!listen.empty() || threads > 0 || !log_level.empty())) {
+    if (loaded.config && (!listen.empty() || threads > 0 || !log_level.empty() || !access_log.empty())) {
         auto c = std::make_shared<config::Config>(*loaded.config);
         if (!listen.empty()) {
             std::string err;
@@ -177,6 +181,9 @@ int main(int argc, char** argv) {
         }
         if (!log_level.empty()) {
             c->log_level = log_level;
+        }
+        if (!access_log.empty()) {
+            c->access_log = access_log;
         }
         auto more = config::validate(*c);
         loaded.errors.insert(loaded.errors.end(), more.begin(), more.end());

@@ -23,6 +23,7 @@ constexpr std::array kRoutes = {
     Entry{"/health_generate", "GET, HEAD", Route::Kind::health_generate},
     Entry{"/get_model_info", "GET", Route::Kind::model_info},
     Entry{"/get_server_info", "GET", Route::Kind::server_info},
+    Entry{"/metrics", "GET", Route::Kind::metrics},
 };
 
 bool method_listed(std::string_view methods, std::string_view method) {

@@ -17,6 +17,7 @@ struct Route {
         health_generate,  // GET /health_generate
         model_info,       // GET /get_model_info
         server_info,      // GET /get_server_info
+        metrics,          // GET /metrics (Prometheus)
         not_found,
         method_not_allowed,
     };

@@ -1,5 +1,7 @@
 #include "proxy/server.hpp"
 
+#include <fcntl.h>
+
 #include <atomic>
 #include <cstdio>
 #include <functional>
@@ -21,11 +23,20 @@ Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move
         beast::error_code ec;
         tls_.load_verify_file(ca, ec);
         if (ec) {
-            tls_error_ = "backends[0].tls_ca_file: cannot load '" + ca + "': " + ec.message();
+            startup_error_ = "backends[0].tls_ca_file: cannot load '" + ca + "': " + ec.message();
+        }
+    }
+    metrics_ = std::make_unique<Metrics>(*config_, config_->threads);
+    if (config_->access_log == "stderr") {
+        access_log_fd_ = 2;
+    } else if (config_->access_log != "off") {
+        access_log_fd_ = ::open(config_->access_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (access_log_fd_ < 0) {
+            startup_error_ = "access_log: cannot open '" + config_->access_log + "' for appending";
         }
     }
     for (int i = 0; i < config_->threads; ++i) {
-        workers_.push_back(std::make_unique<Worker>(i, config_, &tls_));
+        workers_.push_back(std::make_unique<Worker>(i, config_, &tls_, *metrics_, access_log_fd_));
     }
 }
 
@@ -51,6 +62,7 @@ net::awaitable<void> Server::probe_loop() {
                           : translators::Flavor::generic;
         info.served_model = backend.model;
         info.detail = "configured";
+        metrics_->set_discovered_model(backend.model);
         publish(info);
     }
     net::steady_timer timer(control_);
@@ -63,6 +75,7 @@ net::awaitable<void> Server::probe_loop() {
             }
             log::info("backend " + backend.url.text() + ": " + r.info.detail + ", model '" +
                       r.info.served_model + "'");
+            metrics_->set_discovered_model(r.info.served_model);
             publish(r.info);
             co_return;
         }
@@ -103,8 +116,8 @@ void Server::shutdown() {
 }
 
 int Server::run() {
-    if (!tls_error_.empty()) {
-        log::error(tls_error_);
+    if (!startup_error_.empty()) {
+        log::error(startup_error_);
         return 2;
     }
     beast::error_code ec;

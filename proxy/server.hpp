@@ -28,12 +28,14 @@ private:
     void shutdown();
 
     std::shared_ptr<const config::Config> config_;
+    std::unique_ptr<class Metrics> metrics_;
+    int access_log_fd_ = -1;
     net::io_context control_{1};  // signals and the probe, on the main thread
     net::ssl::context tls_{net::ssl::context::tls_client};
     std::vector<std::unique_ptr<Worker>> workers_;
     std::vector<std::unique_ptr<Listener>> listeners_;
     bool shutting_down_ = false;
-    std::string tls_error_;
+    std::string startup_error_;
 };
 
 }  // namespace infergate

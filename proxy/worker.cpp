@@ -4,10 +4,13 @@
 
 namespace infergate {
 
-Worker::Worker(int index, std::shared_ptr<const config::Config> config, net::ssl::context* tls)
+Worker::Worker(int index, std::shared_ptr<const config::Config> config, net::ssl::context* tls,
+               Metrics& metrics, int access_log_fd)
     : index_(index),
       config_(std::move(config)),
       pool_(io_.get_executor(), config_->backend(), config_->backend().url.tls ? tls : nullptr),
+      metrics_(metrics),
+      access_log_fd_(access_log_fd),
       rng_(std::random_device{}() ^ (static_cast<uint64_t>(index) << 32)) {}
 
 std::string Worker::random_hex(size_t chars) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "proxy/metrics.hpp"
 #include "proxy/net.hpp"
 #include "proxy/upstream_pool.hpp"
 #include "translators/codec.hpp"
@@ -31,12 +32,16 @@ struct BackendInfo {
 
 class Worker {
 public:
-    Worker(int index, std::shared_ptr<const config::Config> config, net::ssl::context* tls);
+    Worker(int index, std::shared_ptr<const config::Config> config, net::ssl::context* tls,
+           Metrics& metrics, int access_log_fd);
 
     int index() const { return index_; }
     net::io_context& io() { return io_; }
     const config::Config& config() const { return *config_; }
     UpstreamPool& pool() { return pool_; }
+    WorkerMetrics& metrics() { return metrics_.worker(index_); }
+    Metrics& metrics_registry() { return metrics_; }
+    int access_log_fd() const { return access_log_fd_; }  // -1: access log off
     const BackendInfo& backend() const { return backend_; }
     void set_backend(BackendInfo info) { backend_ = std::move(info); }
 
@@ -58,6 +63,8 @@ private:
     net::io_context io_{1};
     std::shared_ptr<const config::Config> config_;
     UpstreamPool pool_;
+    Metrics& metrics_;
+    int access_log_fd_;
     BackendInfo backend_;
     std::mt19937_64 rng_;
     std::list<Session*> sessions_;
