@@ -263,14 +263,14 @@ void apply_to_result(const canonical::StreamEvent& ev, canonical::GenerationResu
 
 }  // namespace
 
-net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
-                                           const translators::Codec& back,
-                                           const canonical::GenerationRequest& req,
-                                           bool same_dialect, bool upstream_streams) {
+net::awaitable<std::optional<bool>> Exchange::open_upstream(
+    const translators::Codec& front, const translators::Codec& back,
+    const canonical::GenerationRequest& req, bool same_dialect, bool upstream_streams,
+    bool ask_usage) {
     const std::string model = upstream_model(req);
     std::string body;
     if (same_dialect) {
-        body = fast_path_body(request_.body(), req, model, false);
+        body = fast_path_body(request_.body(), req, model, ask_usage);
     } else {
         auto encoded = back.encode_request(
             req, translators::UpstreamOptions{model, worker_.backend().flavor, upstream_streams});
@@ -280,16 +280,45 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
         }
         body = std::move(encoded.value());
     }
-    const std::string target = worker_.pool().backend().url.base_path + std::string(back.upstream_path(req));
+    const std::string target =
+        worker_.pool().backend().url.base_path + std::string(back.upstream_path(req));
     if (!co_await call_upstream(http::verb::post, target, std::move(body), upstream_streams)) {
         if (watch_->client_gone) {
             co_return false;
         }
         co_return co_await send_error(front, error_);
     }
-    std::string response;
     const int status = upstream_->status();
-    if (status < 200 || status >= 300 || !upstream_streams) {
+    if (status >= 200 && status < 300) {
+        co_return std::nullopt;
+    }
+    // Before the first byte to the client an error is still a real HTTP error, with the
+    // backend's status and message in the client's dialect.
+    std::string response;
+    const auto ec = co_await read_upstream_body(response);
+    finish_upstream(!ec);
+    if (watch_->client_gone) {
+        co_return false;
+    }
+    outcome_ = Outcome::upstream_error;
+    note_upstream_error(status < 500 ? UpstreamErrorKind::status_4xx
+                                     : UpstreamErrorKind::status_5xx);
+    canonical::Error e = back.decode_error(status, response);
+    e.status = status;
+    co_return co_await send_error(front, e);
+}
+
+net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
+                                           const translators::Codec& back,
+                                           const canonical::GenerationRequest& req,
+                                           bool same_dialect, bool upstream_streams) {
+    const std::string model = upstream_model(req);
+    if (auto finished = co_await open_upstream(front, back, req, same_dialect, upstream_streams,
+                                               false)) {
+        co_return *finished;
+    }
+    if (!upstream_streams) {
+        std::string response;
         if (auto ec = co_await read_upstream_body(response)) {
             finish_upstream(false);
             if (watch_->client_gone) {
@@ -298,14 +327,6 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
             co_return co_await send_error(front, upstream_failure(ec, "reading the response"));
         }
         finish_upstream(true);
-        if (status < 200 || status >= 300) {
-            outcome_ = Outcome::upstream_error;
-            note_upstream_error(status < 500 ? UpstreamErrorKind::status_4xx
-                                             : UpstreamErrorKind::status_5xx);
-            canonical::Error e = back.decode_error(status, response);
-            e.status = status;
-            co_return co_await send_error(front, e);
-        }
         if (same_dialect) {
             // Relayed as is, but only if it is what the dialect says it is.
             auto checked = back.decode_response(response, req);
@@ -420,42 +441,10 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
                                             bool same_dialect) {
     const std::string model = upstream_model(req);
     const std::string shown_model = client_model(req);
-    std::string body;
     const bool strip_usage = same_dialect && !req.include_usage &&
                              front.dialect() != canonical::Dialect::sglang;
-    if (same_dialect) {
-        body = fast_path_body(request_.body(), req, model, strip_usage);
-    } else {
-        auto encoded = back.encode_request(
-            req, translators::UpstreamOptions{model, worker_.backend().flavor, true});
-        if (!encoded) {
-            outcome_ = Outcome::rejected;
-            co_return co_await send_error(front, encoded.error());
-        }
-        body = std::move(encoded.value());
-    }
-    const std::string target = worker_.pool().backend().url.base_path + std::string(back.upstream_path(req));
-    if (!co_await call_upstream(http::verb::post, target, std::move(body), true)) {
-        if (watch_->client_gone) {
-            co_return false;
-        }
-        co_return co_await send_error(front, error_);
-    }
-    const int status = upstream_->status();
-    if (status < 200 || status >= 300) {
-        // Before the first byte an error is still a real HTTP error.
-        std::string response;
-        const auto ec = co_await read_upstream_body(response);
-        finish_upstream(!ec);
-        if (watch_->client_gone) {
-            co_return false;
-        }
-        outcome_ = Outcome::upstream_error;
-        note_upstream_error(status < 500 ? UpstreamErrorKind::status_4xx
-                                         : UpstreamErrorKind::status_5xx);
-        canonical::Error e = back.decode_error(status, response);
-        e.status = status;
-        co_return co_await send_error(front, e);
+    if (auto finished = co_await open_upstream(front, back, req, same_dialect, true, strip_usage)) {
+        co_return *finished;
     }
     if (!co_await start_stream("text/event-stream")) {
         co_return false;

@@ -60,6 +60,14 @@ private:
     net::awaitable<bool> model_info(bool server_info);
 
     // ---- generation paths -----------------------------------------------------------------
+    // Encodes (or, same dialect, forwards) the request and reads the backend's response header.
+    // nullopt: a 2xx is in and its body is next. A value: the exchange already answered (an
+    // error in the client's dialect) and that is its keep-alive result.
+    net::awaitable<std::optional<bool>> open_upstream(const translators::Codec& front,
+                                                      const translators::Codec& back,
+                                                      const canonical::GenerationRequest& req,
+                                                      bool same_dialect, bool upstream_streams,
+                                                      bool ask_usage);
     net::awaitable<bool> relay_whole(const translators::Codec& front,
                                      const translators::Codec& back,
                                      const canonical::GenerationRequest& req, bool same_dialect,

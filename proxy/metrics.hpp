@@ -93,7 +93,7 @@ private:
         void add(uint64_t n) {
             v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
         }
-        uint64_t get() const { return v.load(std::memory_order_relaxed); }
+        [[nodiscard]] uint64_t get() const { return v.load(std::memory_order_relaxed); }
     };
     struct Histogram {
         // One per upper bound plus +Inf, not cumulative. There is no separate count: render()
@@ -103,7 +103,7 @@ private:
         void observe(std::span<const double> bounds, double value, uint64_t times = 1);
     };
 
-    size_t series(RouteLabel route, int model_slot) const;  // [route][model], clamped
+    [[nodiscard]] size_t series(RouteLabel route, int model_slot) const;  // [route][model], clamped
 
     const Metrics& owner_;
     std::unique_ptr<Counter[]> requests_;        // [route][model][outcome][status class]
