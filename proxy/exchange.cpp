@@ -197,9 +197,12 @@ namespace {
 // `ask_usage`: an OpenAI stream whose client did not ask for usage gets
 // stream_options.include_usage all the same (the tokens are counted from it); the usage chunk
 // is taken out again before the client sees it.
+// `ask_running`: also ask for running usage on every chunk (vLLM and SGLang), stripped again
+// from each chunk when the client did not ask for it.
 std::string fast_path_body(std::string& client_body, const canonical::GenerationRequest& req,
-                           const std::string& model, bool ask_usage) {
-    if (req.dialect == canonical::Dialect::sglang || (model == req.model && !ask_usage)) {
+                           const std::string& model, bool ask_usage, bool ask_running) {
+    if (req.dialect == canonical::Dialect::sglang ||
+        (model == req.model && !ask_usage && !ask_running)) {
         return std::move(client_body);
     }
     json::Document doc;
@@ -217,6 +220,17 @@ std::string fast_path_body(std::string& client_body, const canonical::Generation
         options->value.RemoveMember("include_usage");
         options->value.AddMember("include_usage", true, alloc);
     }
+    if (ask_running) {
+        auto& alloc = doc.GetAllocator();
+        auto options = doc.FindMember("stream_options");
+        if (options == doc.MemberEnd() || !options->value.IsObject()) {
+            doc.RemoveMember("stream_options");
+            doc.AddMember("stream_options", json::Value(rapidjson::kObjectType), alloc);
+            options = doc.FindMember("stream_options");
+        }
+        options->value.RemoveMember("continuous_usage_stats");
+        options->value.AddMember("continuous_usage_stats", true, alloc);
+    }
     auto it = doc.FindMember("model");
     if (it != doc.MemberEnd()) {
         it->value.SetString(model.data(), static_cast<rapidjson::SizeType>(model.size()),
@@ -228,6 +242,49 @@ std::string fast_path_body(std::string& client_body, const canonical::Generation
                       doc.GetAllocator());
     }
     return json::to_string(doc);
+}
+
+// Removes the "usage" member from one compact chunk object (the running usage the proxy asked
+// for on the client's behalf). The chunk was already decoded, so it is valid JSON.
+void strip_usage_member(std::string& data) {
+    const size_t key = data.rfind("\"usage\":");
+    if (key == std::string::npos) {
+        return;
+    }
+    size_t i = key + 8;
+    int depth = 0;
+    bool in_string = false;
+    for (; i < data.size(); ++i) {
+        const char c = data[i];
+        if (in_string) {
+            if (c == '\\') {
+                ++i;
+            } else if (c == '"') {
+                in_string = false;
+            }
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            ++depth;
+        } else if (c == '}' || c == ']') {
+            if (depth == 0) {
+                break;  // the end of the enclosing chunk object
+            }
+            if (--depth == 0) {
+                ++i;
+                break;
+            }
+        } else if (c == ',' && depth == 0) {
+            break;
+        }
+    }
+    size_t start = key;
+    if (start > 0 && data[start - 1] == ',') {
+        --start;  // ,"usage":{...}
+    } else if (i < data.size() && data[i] == ',') {
+        ++i;  // "usage":{...},
+    }
+    data.erase(start, i - start);
 }
 
 void apply_to_result(const canonical::StreamEvent& ev, canonical::GenerationResult& result) {
@@ -266,11 +323,11 @@ void apply_to_result(const canonical::StreamEvent& ev, canonical::GenerationResu
 net::awaitable<std::optional<bool>> Exchange::open_upstream(
     const translators::Codec& front, const translators::Codec& back,
     const canonical::GenerationRequest& req, bool same_dialect, bool upstream_streams,
-    bool ask_usage) {
+    bool ask_usage, bool ask_running) {
     const std::string model = upstream_model(req);
     std::string body;
     if (same_dialect) {
-        body = fast_path_body(request_.body(), req, model, ask_usage);
+        body = fast_path_body(request_.body(), req, model, ask_usage, ask_running);
     } else {
         auto encoded = back.encode_request(
             req, translators::UpstreamOptions{model, worker_.backend().flavor, upstream_streams});
@@ -314,7 +371,7 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
                                            bool same_dialect, bool upstream_streams) {
     const std::string model = upstream_model(req);
     if (auto finished = co_await open_upstream(front, back, req, same_dialect, upstream_streams,
-                                               false)) {
+                                               false, false)) {
         co_return *finished;
     }
     if (!upstream_streams) {
@@ -441,9 +498,14 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
                                             bool same_dialect) {
     const std::string model = upstream_model(req);
     const std::string shown_model = client_model(req);
-    const bool strip_usage = same_dialect && !req.include_usage &&
-                             front.dialect() != canonical::Dialect::sglang;
-    if (auto finished = co_await open_upstream(front, back, req, same_dialect, true, strip_usage)) {
+    const bool openai_fast_path = same_dialect && front.dialect() != canonical::Dialect::sglang;
+    const bool strip_usage = openai_fast_path && !req.include_usage;
+    // Exact per-chunk token counts from servers that offer them (several tokens per chunk under
+    // speculative decoding); removed again from every chunk if the client did not ask.
+    const bool strip_running = openai_fast_path && !req.continuous_usage &&
+                               worker_.backend().flavor != translators::Flavor::generic;
+    if (auto finished = co_await open_upstream(front, back, req, same_dialect, true, strip_usage,
+                                               strip_running)) {
         co_return *finished;
     }
     if (!co_await start_stream("text/event-stream")) {
@@ -547,6 +609,9 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
                 }
                 if (rewrite_ids) {
                     replace_id(ev.data, enc.id);  // SGLang gives each choice its own id
+                }
+                if (strip_running && !usage_only) {
+                    strip_usage_member(ev.data);
                 }
                 framing::write_sse_data(ev.data, out);
             }

@@ -67,7 +67,7 @@ private:
                                                       const translators::Codec& back,
                                                       const canonical::GenerationRequest& req,
                                                       bool same_dialect, bool upstream_streams,
-                                                      bool ask_usage);
+                                                      bool ask_usage, bool ask_running);
     net::awaitable<bool> relay_whole(const translators::Codec& front,
                                      const translators::Codec& back,
                                      const canonical::GenerationRequest& req, bool same_dialect,

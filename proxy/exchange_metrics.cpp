@@ -134,8 +134,8 @@ void Exchange::finish_record() {
     if (first_content_) {
         record_.ttft_seconds = std::chrono::duration<double>(*first_content_ - received_).count();
         if (record_.completion_tokens && *record_.completion_tokens > 1) {
-            record_.tpot_seconds = (std::chrono::duration<double>(last_content_ - received_).count() -
-                                    *record_.ttft_seconds) /
+            // design.md's definition: (e2e − TTFT) / (output tokens − 1).
+            record_.tpot_seconds = (e2e - *record_.ttft_seconds) /
                                    static_cast<double>(*record_.completion_tokens - 1);
         }
     }

@@ -359,7 +359,8 @@ int Metrics::model_slot(std::string_view name) const {
         if (default_slot_ >= 0) {
             return default_slot_;
         }
-        return discovered() ? discovered_slot_ : other;
+        const int served = served_slot_.load(std::memory_order_acquire);
+        return served >= 0 ? served : other;
     }
     // A handful of names: a linear scan beats hashing the client's string.
     for (size_t i = 0; i < configured_models_; ++i) {
@@ -379,6 +380,10 @@ void Metrics::set_discovered_model(const std::string& name) {
     }
     for (size_t i = 0; i < configured_models_; ++i) {
         if (model_names_[i] == name) {
+            // Already a label (an alias target, say): requests naming no model count there.
+            int unset = -1;
+            served_slot_.compare_exchange_strong(unset, static_cast<int>(i),
+                                                 std::memory_order_acq_rel);
             return;
         }
     }
@@ -388,6 +393,8 @@ void Metrics::set_discovered_model(const std::string& name) {
     }
     model_names_[static_cast<size_t>(discovered_slot_)] = name;
     discovered_set_.store(true, std::memory_order_release);
+    int unset = -1;
+    served_slot_.compare_exchange_strong(unset, discovered_slot_, std::memory_order_acq_rel);
 }
 
 std::string Metrics::render() const {

@@ -152,6 +152,9 @@ public:
 private:
     friend class WorkerMetrics;
     bool discovered() const { return discovered_set_.load(std::memory_order_acquire); }
+    // The slot of the backend's served model (configured or discovered): where a request that
+    // names no model is counted. -1 until known.
+    std::atomic<int> served_slot_{-1};
 
     std::string backend_name_;
     std::vector<std::string> model_names_;  // slot → label value; last is "other"

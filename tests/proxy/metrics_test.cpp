@@ -54,10 +54,10 @@ std::vector<std::string> lines_of(const std::string& text) {
 // when the line is malformed.
 std::string parse_sample(const std::string& line) {
     auto name_start = [](char c) {
-        return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':';
+        return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_' || c == ':';
     };
     auto name_char = [&](char c) {
-        return name_start(c) || std::isdigit(static_cast<unsigned char>(c));
+        return name_start(c) || std::isdigit(static_cast<unsigned char>(c)) != 0;
     };
     size_t i = 0;
     if (i >= line.size() || !name_start(line[i])) {
@@ -66,7 +66,7 @@ std::string parse_sample(const std::string& line) {
     while (i < line.size() && name_char(line[i])) {
         ++i;
     }
-    const std::string name = line.substr(0, i);
+    std::string name = line.substr(0, i);
     if (i < line.size() && line[i] == '{') {
         ++i;
         while (true) {
@@ -183,7 +183,7 @@ std::string read_repo_file(const std::string& relative) {
         std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / relative;
     std::ifstream in(path);
     REQUIRE_MESSAGE(in.good(), "cannot read " << path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 std::set<std::string> family_names(const std::string& text) {
@@ -480,6 +480,7 @@ TEST_CASE("concurrent writers and scrapes: exact totals, in-flight never negativ
         std::this_thread::yield();  // let the scrapes overlap the writes
     }
     std::vector<std::thread> writers;
+    writers.reserve(2);
     for (int i = 0; i < 2; ++i) {
         writers.emplace_back([&m, i] {
             auto& w = m.worker(i);
@@ -566,7 +567,7 @@ TEST_CASE("the Grafana dashboard runs exactly the documented queries, on metrics
             }
             size_t end = i;
             while (end < q.size() &&
-                   (std::isalnum(static_cast<unsigned char>(q[end])) || q[end] == '_')) {
+                   (std::isalnum(static_cast<unsigned char>(q[end])) != 0 || q[end] == '_')) {
                 ++end;
             }
             std::string name = q.substr(i, end - i);
