@@ -209,7 +209,8 @@ std::string fast_path_body(std::string& client_body, const canonical::Generation
     if (json::parse(client_body, doc)) {
         return std::move(client_body);
     }
-    if (ask_usage) {
+    // Sets stream_options.<key> = true, creating the object when it is missing or not one.
+    auto set_stream_option = [&doc](const char* key) {
         auto& alloc = doc.GetAllocator();
         auto options = doc.FindMember("stream_options");
         if (options == doc.MemberEnd() || !options->value.IsObject()) {
@@ -217,19 +218,14 @@ std::string fast_path_body(std::string& client_body, const canonical::Generation
             doc.AddMember("stream_options", json::Value(rapidjson::kObjectType), alloc);
             options = doc.FindMember("stream_options");
         }
-        options->value.RemoveMember("include_usage");
-        options->value.AddMember("include_usage", true, alloc);
+        options->value.RemoveMember(key);
+        options->value.AddMember(rapidjson::StringRef(key), true, alloc);
+    };
+    if (ask_usage) {
+        set_stream_option("include_usage");
     }
     if (ask_running) {
-        auto& alloc = doc.GetAllocator();
-        auto options = doc.FindMember("stream_options");
-        if (options == doc.MemberEnd() || !options->value.IsObject()) {
-            doc.RemoveMember("stream_options");
-            doc.AddMember("stream_options", json::Value(rapidjson::kObjectType), alloc);
-            options = doc.FindMember("stream_options");
-        }
-        options->value.RemoveMember("continuous_usage_stats");
-        options->value.AddMember("continuous_usage_stats", true, alloc);
+        set_stream_option("continuous_usage_stats");
     }
     auto it = doc.FindMember("model");
     if (it != doc.MemberEnd()) {
