@@ -76,6 +76,7 @@ const Codec& codec_for(Dialect dialect) {
         case Dialect::sglang: return sglang::codec();
         case Dialect::openai_completions: return openai::completions_codec();
         case Dialect::openai_chat: return openai::chat_codec();
+        default: break;  // issue 4's dialects are wired in as their codecs land
     }
     return openai::completions_codec();
 }

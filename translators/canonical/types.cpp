@@ -9,6 +9,12 @@ std::string_view to_string(Dialect d) {
         case Dialect::sglang: return "sglang";
         case Dialect::openai_completions: return "openai_completions";
         case Dialect::openai_chat: return "openai_chat";
+        case Dialect::tgi: return "tgi";
+        case Dialect::ollama_generate: return "ollama_generate";
+        case Dialect::ollama_chat: return "ollama_chat";
+        case Dialect::llamacpp: return "llamacpp";
+        case Dialect::vllm_legacy: return "vllm_legacy";
+        case Dialect::anthropic: return "anthropic";
     }
     return "unknown";
 }

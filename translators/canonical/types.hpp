@@ -17,6 +17,12 @@ enum class Dialect {
     sglang,              // SGLang native POST /generate
     openai_completions,  // POST /v1/completions
     openai_chat,         // POST /v1/chat/completions
+    tgi,                 // Hugging Face TGI POST /generate, /generate_stream, POST /
+    ollama_generate,     // Ollama POST /api/generate (NDJSON)
+    ollama_chat,         // Ollama POST /api/chat (NDJSON)
+    llamacpp,            // llama.cpp llama-server POST /completion
+    vllm_legacy,         // vLLM's demo server POST /generate
+    anthropic,           // Anthropic POST /v1/messages
 };
 
 std::string_view to_string(Dialect d);
