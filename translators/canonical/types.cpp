@@ -19,6 +19,21 @@ std::string_view to_string(Dialect d) {
     return "unknown";
 }
 
+std::optional<int64_t> default_max_tokens(Dialect d) {
+    switch (d) {
+        case Dialect::sglang: return 128;
+        case Dialect::openai_completions: return 16;
+        case Dialect::vllm_legacy: return 16;
+        case Dialect::openai_chat:
+        case Dialect::tgi:
+        case Dialect::ollama_generate:
+        case Dialect::ollama_chat:
+        case Dialect::llamacpp:
+        case Dialect::anthropic: return std::nullopt;
+    }
+    return std::nullopt;
+}
+
 Error bad_request(std::string message, std::string param) {
     Error e;
     e.status = 400;

@@ -27,6 +27,12 @@ enum class Dialect {
 
 std::string_view to_string(Dialect d);
 
+// The output length a client of `d` gets when it names none (api-dialects §10.4); nullopt where
+// the dialect's answer is "until the end of the context" (OpenAI chat, TGI v3+, Ollama and
+// llama.cpp's -1) or it has no default (Anthropic requires max_tokens). Encoders for another
+// dialect write this value explicitly, so the client gets what its own server would give it.
+std::optional<int64_t> default_max_tokens(Dialect d);
+
 enum class RequestKind { completion, chat };
 
 // ---------------------------------------------------------------------------------------------

@@ -207,12 +207,7 @@ std::optional<int64_t> effective_max_tokens(const canonical::SamplingParams& sam
     if (sampling.max_tokens) {
         return sampling.max_tokens;
     }
-    switch (client_dialect) {
-        case canonical::Dialect::sglang: return 128;
-        case canonical::Dialect::openai_completions: return 16;
-        case canonical::Dialect::openai_chat: return std::nullopt;
-    }
-    return std::nullopt;
+    return canonical::default_max_tokens(client_dialect);
 }
 
 }  // namespace infergate::translators::openai

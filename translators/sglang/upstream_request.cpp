@@ -18,12 +18,10 @@ using canonical::SamplingParams;
 // The output length the client expects when it named none (api-dialects §10.4): SGLang's own
 // default is 128, so an OpenAI-completions client that omits max_tokens must get 16 explicitly.
 std::optional<int64_t> client_default_max_tokens(canonical::Dialect d) {
-    switch (d) {
-        case canonical::Dialect::openai_completions: return 16;
-        case canonical::Dialect::openai_chat:  // "model maximum": leave it to the server
-        case canonical::Dialect::sglang: return std::nullopt;  // same dialect: same default
+    if (d == canonical::Dialect::sglang) {
+        return std::nullopt;  // same dialect: the server's own default is the client's
     }
-    return std::nullopt;
+    return canonical::default_max_tokens(d);
 }
 
 void number_field(wire::Writer& w, std::string_view key, const std::optional<double>& v) {
