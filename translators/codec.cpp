@@ -1,6 +1,7 @@
 #include "translators/codec.hpp"
 
 #include "translators/canonical/json.hpp"
+#include "translators/ollama/codec.hpp"
 #include "translators/openai/codec.hpp"
 #include "translators/sglang/codec.hpp"
 
@@ -76,6 +77,8 @@ const Codec& codec_for(Dialect dialect) {
         case Dialect::sglang: return sglang::codec();
         case Dialect::openai_completions: return openai::completions_codec();
         case Dialect::openai_chat: return openai::chat_codec();
+        case Dialect::ollama_generate: return ollama::generate_codec();
+        case Dialect::ollama_chat: return ollama::chat_codec();
         default: break;  // issue 4's dialects are wired in as their codecs land
     }
     return openai::completions_codec();

@@ -1,0 +1,196 @@
+#include "translators/ollama/codec.hpp"
+
+#include <cstdio>
+#include <utility>
+
+#include "translators/ollama/impl.hpp"
+
+namespace infergate::translators::ollama {
+
+namespace {
+
+// Both routes share every step; the Api picks the few places where they differ (prompt vs
+// messages, `response` vs `message.content`). Stateless and immutable.
+class OllamaCodec : public Codec {
+public:
+    explicit OllamaCodec(Api api) : api_(api) {}
+
+    Dialect dialect() const override {
+        return api_ == Api::chat ? Dialect::ollama_chat : Dialect::ollama_generate;
+    }
+    Framing framing() const override { return Framing::ndjson; }
+    Api api() const { return api_; }
+
+    Result<GenerationRequest> decode_request(std::string_view body) const override {
+        return ollama::decode_request(body, api_);
+    }
+    void encode_response(const GenerationResult& result, const GenerationRequest& req,
+                         std::string& out) const override {
+        ollama::encode_response(result, req, Timing{}, out, api_);
+    }
+    void encode_stream_event(const StreamEvent& event, StreamState& state,
+                             std::string& out) const override {
+        ollama::encode_stream_event(event, state, out, api_);
+    }
+    void encode_stream_end(StreamState& state, std::string& out) const override {
+        ollama::encode_stream_end(state, Timing{}, out, api_);
+    }
+    void encode_error(const Error& error, std::string& out) const override {
+        ollama::encode_error(error, out);
+    }
+    void encode_stream_error(const Error& error, StreamState& state,
+                             std::string& out) const override {
+        ollama::encode_stream_error(error, state, out);
+    }
+
+    // The upstream side picks the route from the request, not from which of the two codecs
+    // was asked: a raw completion must go to /api/generate with raw:true, a chat to /api/chat.
+    std::string_view upstream_path(const GenerationRequest& req) const override {
+        return sends_generate(req) ? "/api/generate" : "/api/chat";
+    }
+    Result<std::string> encode_request(const GenerationRequest& req,
+                                       const UpstreamOptions& options) const override {
+        return ollama::encode_request(req, options);
+    }
+    Result<GenerationResult> decode_response(std::string_view body,
+                                             const GenerationRequest& req) const override {
+        return ollama::decode_response(body, req);
+    }
+    void decode_stream_event(std::string_view data, StreamState& state,
+                             std::vector<StreamEvent>& out) const override {
+        ollama::decode_stream_event(data, state, out);
+    }
+
+private:
+    const Api api_;
+};
+
+const OllamaCodec& generate_impl() {
+    static const OllamaCodec codec(Api::generate);
+    return codec;
+}
+
+const OllamaCodec& chat_impl() {
+    static const OllamaCodec codec(Api::chat);
+    return codec;
+}
+
+Api api_of(const Codec& codec) {
+    return codec.dialect() == Dialect::ollama_chat ? Api::chat : Api::generate;
+}
+
+}  // namespace
+
+const Codec& generate_codec() {
+    return generate_impl();
+}
+const Codec& chat_codec() {
+    return chat_impl();
+}
+
+void encode_response(const Codec& codec, const GenerationResult& result,
+                     const GenerationRequest& req, const Timing& timing, std::string& out) {
+    encode_response(result, req, timing, out, api_of(codec));
+}
+
+void encode_stream_end(const Codec& codec, StreamState& state, const Timing& timing,
+                       std::string& out) {
+    encode_stream_end(state, timing, out, api_of(codec));
+}
+
+std::string format_created_at(int64_t unix_ns) {
+    constexpr int64_t kNsPerSec = 1'000'000'000;
+    int64_t secs = unix_ns / kNsPerSec;
+    int64_t frac = unix_ns % kNsPerSec;
+    if (frac < 0) {
+        frac += kNsPerSec;
+        --secs;
+    }
+    int64_t days = secs / 86400;
+    int64_t rem = secs % 86400;
+    if (rem < 0) {
+        rem += 86400;
+        --days;
+    }
+    // Howard Hinnant's civil_from_days: proleptic Gregorian date of a day count since 1970.
+    days += 719468;
+    const int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+    const int64_t doe = days - era * 146097;
+    const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const int64_t mp = (5 * doy + 2) / 153;
+    const int64_t day = doy - (153 * mp + 2) / 5 + 1;
+    const int64_t month = mp < 10 ? mp + 3 : mp - 9;
+    const int64_t year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+    char buf[48];
+    int len =
+        std::snprintf(buf, sizeof buf, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld",
+                      static_cast<long long>(year), static_cast<long long>(month),
+                      static_cast<long long>(day), static_cast<long long>(rem / 3600),
+                      static_cast<long long>(rem % 3600 / 60), static_cast<long long>(rem % 60));
+    std::string s(buf, static_cast<size_t>(len));
+    if (frac != 0) {
+        len = std::snprintf(buf, sizeof buf, ".%09lld", static_cast<long long>(frac));
+        std::string_view digits(buf, static_cast<size_t>(len));
+        while (digits.back() == '0') {
+            digits.remove_suffix(1);
+        }
+        s.append(digits);
+    }
+    s.push_back('Z');
+    return s;
+}
+
+std::string_view done_reason_name(canonical::FinishKind kind) {
+    switch (kind) {
+        case canonical::FinishKind::none:
+            return {};
+        case canonical::FinishKind::length:
+            return "length";
+        // Ollama reports EOS, stop strings and tool calls all as "stop"; an aborted or
+        // filtered generation also ended, and "stop" is what an Ollama client understands.
+        default:
+            return "stop";
+    }
+}
+
+canonical::Error upstream_error(std::string message) {
+    canonical::Error e;
+    e.status = 502;
+    e.type = "upstream_error";
+    e.message = std::move(message);
+    return e;
+}
+
+void write_head(json::Writer& w, std::string_view model, int64_t created_s, const Timing& timing) {
+    write_key(w, "model");
+    write_string(w, model);
+    write_key(w, "created_at");
+    write_string(w, format_created_at(timing.created_unix_ns.value_or(created_s * 1'000'000'000)));
+}
+
+void write_tail(json::Writer& w, canonical::FinishKind finish, const canonical::Usage& usage,
+                const Timing& timing) {
+    write_key(w, "done");
+    w.Bool(true);
+    if (const std::string_view reason = done_reason_name(finish); !reason.empty()) {
+        write_key(w, "done_reason");
+        write_string(w, reason);
+    }
+    // Ollama's own order; every metric is omitempty there, so unknown ones are simply absent
+    // (never a guessed 0).
+    auto opt = [&w](std::string_view key, const std::optional<int64_t>& v) {
+        if (v) {
+            write_key(w, key);
+            w.Int64(*v);
+        }
+    };
+    opt("total_duration", timing.total_ns);
+    opt("load_duration", timing.load_ns);
+    opt("prompt_eval_count", usage.prompt_tokens);
+    opt("prompt_eval_duration", timing.prompt_eval_ns);
+    opt("eval_count", usage.completion_tokens);
+    opt("eval_duration", timing.eval_ns);
+}
+
+}  // namespace infergate::translators::ollama

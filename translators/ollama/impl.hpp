@@ -1,0 +1,59 @@
+#pragma once
+// Internal to translators/ollama/: the steps both routes share, parameterised by the Api.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "translators/canonical/json.hpp"
+#include "translators/ollama/codec.hpp"
+
+namespace infergate::translators::ollama {
+
+enum class Api { generate, chat };
+
+inline void write_key(json::Writer& w, std::string_view key) {
+    w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+}
+inline void write_string(json::Writer& w, std::string_view s) {
+    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
+// "stop" or "length" (Ollama has no other generation finish); empty for FinishKind::none.
+std::string_view done_reason_name(canonical::FinishKind kind);
+
+canonical::Error upstream_error(std::string message);
+
+// request_decode.cpp
+Result<GenerationRequest> decode_request(std::string_view body, Api api);
+
+// request_encode.cpp
+// True when `req` goes to /api/generate (raw completions, and Ollama generate requests that
+// still have their system + prompt shape); otherwise /api/chat.
+bool sends_generate(const GenerationRequest& req);
+Result<std::string> encode_request(const GenerationRequest& req, const UpstreamOptions& options);
+
+// response_codec.cpp
+void encode_response(const GenerationResult& result, const GenerationRequest& req,
+                     const Timing& timing, std::string& out, Api api);
+void encode_error(const Error& error, std::string& out);
+Result<GenerationResult> decode_response(std::string_view body, const GenerationRequest& req);
+
+// Reads done_reason; a load/unload answer is an error (the backend did not generate).
+Result<canonical::FinishReason> read_done_reason(const json::Value& doc,
+                                                 const GenerationRequest* req);
+canonical::Usage read_counts(const json::Value& doc);
+
+// stream_codec.cpp
+void encode_stream_event(const StreamEvent& event, StreamState& state, std::string& out, Api api);
+void encode_stream_end(StreamState& state, const Timing& timing, std::string& out, Api api);
+void encode_stream_error(const Error& error, StreamState& state, std::string& out);
+void decode_stream_event(std::string_view data, StreamState& state, std::vector<StreamEvent>& out);
+
+// Writes "model", "created_at" as the first members of an object.
+void write_head(json::Writer& w, std::string_view model, int64_t created_s, const Timing& timing);
+// Writes done_reason (when known), the durations (when measured) and the counts (when known).
+void write_tail(json::Writer& w, canonical::FinishKind finish, const canonical::Usage& usage,
+                const Timing& timing);
+
+}  // namespace infergate::translators::ollama

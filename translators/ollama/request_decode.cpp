@@ -1,0 +1,232 @@
+// Client side: an Ollama /api/generate or /api/chat body to the canonical request.
+
+#include <utility>
+
+#include "translators/ollama/impl.hpp"
+
+namespace infergate::translators::ollama {
+
+using canonical::bad_request;
+using canonical::ChatMessage;
+using canonical::RequestKind;
+
+namespace {
+
+using OptErr = std::optional<canonical::Error>;
+
+// Top-level keys read into canonical fields; every other key is kept as an Extra so that it
+// survives a pass-through to an Ollama backend (format, keep_alive, think, tools, ...).
+bool is_known_key(std::string_view key, Api api) {
+    if (key == "model" || key == "stream" || key == "options") {
+        return true;
+    }
+    if (api == Api::generate) {
+        return key == "prompt" || key == "system" || key == "raw";
+    }
+    return key == "messages";
+}
+
+OptErr read_stop(const json::Value& options, canonical::SamplingParams& s) {
+    const json::Value* stop = json::find(options, "stop");
+    if (stop == nullptr || stop->IsNull()) {
+        return std::nullopt;
+    }
+    if (stop->IsString()) {  // Ollama's Go type is []string; a lone string is harmless to take
+        s.stop.emplace_back(json::view(*stop));
+        return std::nullopt;
+    }
+    if (!stop->IsArray()) {
+        return bad_request("'options.stop' must be an array of strings, got " +
+                               std::string(json::type_name(*stop)),
+                           "options.stop");
+    }
+    for (rapidjson::SizeType i = 0; i < stop->Size(); ++i) {
+        if (!(*stop)[i].IsString()) {
+            const std::string path = "options.stop[" + std::to_string(i) + "]";
+            return bad_request(
+                "'" + path + "' must be a string, got " + std::string(json::type_name((*stop)[i])),
+                path);
+        }
+        s.stop.emplace_back(json::view((*stop)[i]));
+    }
+    return std::nullopt;
+}
+
+OptErr read_options(const json::Value& doc, GenerationRequest& req) {
+    const json::Value* options = json::find(doc, "options");
+    if (options == nullptr || options->IsNull()) {
+        return std::nullopt;
+    }
+    if (!options->IsObject()) {
+        return bad_request(
+            "'options' must be an object, got " + std::string(json::type_name(*options)),
+            "options");
+    }
+    canonical::SamplingParams& s = req.sampling;
+    OptErr err;
+    // -1 is unlimited and -2 "fill the context": both mean no budget of our own.
+    if (auto n = json::get_int(*options, "num_predict", "options.num_predict", err, -2)) {
+        if (*n >= 0) {
+            s.max_tokens = *n;
+        }
+    }
+    s.temperature = json::get_number(*options, "temperature", "options.temperature", err, 0.0);
+    s.top_p = json::get_number(*options, "top_p", "options.top_p", err, 0.0, 1.0);
+    s.top_k = json::get_int(*options, "top_k", "options.top_k", err);
+    s.min_p = json::get_number(*options, "min_p", "options.min_p", err, 0.0, 1.0);
+    s.seed = json::get_int(*options, "seed", "options.seed", err);
+    s.repetition_penalty =
+        json::get_number(*options, "repeat_penalty", "options.repeat_penalty", err);
+    s.presence_penalty =
+        json::get_number(*options, "presence_penalty", "options.presence_penalty", err);
+    s.frequency_penalty =
+        json::get_number(*options, "frequency_penalty", "options.frequency_penalty", err);
+    if (err) {
+        return err;
+    }
+    if (auto e = read_stop(*options, s)) {
+        return e;
+    }
+    for (auto it = options->MemberBegin(); it != options->MemberEnd(); ++it) {
+        const std::string_view key = json::view(it->name);
+        if (key == "num_predict" || key == "temperature" || key == "top_p" || key == "top_k" ||
+            key == "min_p" || key == "seed" || key == "repeat_penalty" ||
+            key == "presence_penalty" || key == "frequency_penalty" || key == "stop") {
+            continue;
+        }
+        // num_ctx, typical_p, repeat_last_n, ...: only an Ollama backend understands them.
+        req.sampling_extras.push_back({std::string(key), json::to_string(it->value)});
+    }
+    return std::nullopt;
+}
+
+canonical::Error load_request_error(std::string_view field) {
+    return bad_request(
+        "an empty " + std::string(field) +
+            " asks Ollama to load or unload a model; infergate does not load models, it "
+            "only forwards generations — send a non-empty " +
+            std::string(field),
+        std::string(field));
+}
+
+OptErr read_generate(const json::Value& doc, GenerationRequest& req) {
+    OptErr err;
+    const std::optional<std::string> prompt = json::get_string(doc, "prompt", "prompt", err);
+    const std::optional<std::string> system = json::get_string(doc, "system", "system", err);
+    const bool raw = json::get_bool(doc, "raw", "raw", err).value_or(false);
+    if (err) {
+        return err;
+    }
+    if (!prompt || prompt->empty()) {
+        return load_request_error("prompt");
+    }
+    if (raw) {
+        // Ollama's own rule: a raw prompt has no template to put a system prompt into.
+        for (std::string_view key : {"template", "system", "context"}) {
+            if (json::find(doc, key) != nullptr) {
+                return bad_request("'" + std::string(key) + "' cannot be combined with raw: true",
+                                   std::string(key));
+            }
+        }
+        req.kind = RequestKind::completion;
+        req.prompts.push_back({*prompt, {}, false});
+        return std::nullopt;
+    }
+    // Without raw Ollama applies the model's chat template to system + prompt: that is a
+    // one-turn chat, and other backends must get it as one (api-dialects §10.8).
+    req.kind = RequestKind::chat;
+    if (system && !system->empty()) {
+        req.messages.push_back({"system", *system, {}});
+    }
+    req.messages.push_back({"user", *prompt, {}});
+    return std::nullopt;
+}
+
+OptErr read_messages(const json::Value& doc, GenerationRequest& req) {
+    req.kind = RequestKind::chat;
+    const json::Value* messages = json::find(doc, "messages");
+    if (messages == nullptr || messages->IsNull() || (messages->IsArray() && messages->Empty())) {
+        return load_request_error("messages");
+    }
+    if (!messages->IsArray()) {
+        return bad_request(
+            "'messages' must be an array, got " + std::string(json::type_name(*messages)),
+            "messages");
+    }
+    for (rapidjson::SizeType i = 0; i < messages->Size(); ++i) {
+        const json::Value& m = (*messages)[i];
+        const std::string path = "messages[" + std::to_string(i) + "]";
+        if (!m.IsObject()) {
+            return bad_request(
+                "'" + path + "' must be an object, got " + std::string(json::type_name(m)), path);
+        }
+        OptErr err;
+        std::optional<std::string> role = json::get_string(m, "role", path + ".role", err);
+        std::optional<std::string> content = json::get_string(m, "content", path + ".content", err);
+        if (err) {
+            return err;
+        }
+        if (!role || role->empty()) {
+            return bad_request("'" + path + ".role' is required", path + ".role");
+        }
+        if (const json::Value* images = json::find(m, "images");
+            images != nullptr && images->IsArray() && !images->Empty()) {
+            req.non_text_content = true;
+        }
+        req.messages.push_back({std::move(*role), content.value_or(""), {}});
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+Result<GenerationRequest> decode_request(std::string_view body, Api api) {
+    json::Document doc;
+    if (auto err = json::parse(body, doc)) {
+        return std::move(*err);
+    }
+    if (!doc.IsObject()) {
+        return bad_request("the request body must be a JSON object, got " +
+                           std::string(json::type_name(doc)));
+    }
+    GenerationRequest req;
+    req.dialect = api == Api::chat ? Dialect::ollama_chat : Dialect::ollama_generate;
+    OptErr err;
+    std::optional<std::string> model = json::get_string(doc, "model", "model", err);
+    // Ollama streams unless told otherwise (a pointer field: absent = true).
+    req.stream = json::get_bool(doc, "stream", "stream", err).value_or(true);
+    if (err) {
+        return std::move(*err);
+    }
+    if (!model || model->empty()) {
+        return bad_request("model is required", "model");
+    }
+    req.model = std::move(*model);
+    if (auto e = api == Api::chat ? read_messages(doc, req) : read_generate(doc, req)) {
+        return std::move(*e);
+    }
+    if (const json::Value* images = json::find(doc, "images");
+        images != nullptr && images->IsArray() && !images->Empty()) {
+        req.non_text_content = true;
+    }
+    if (auto e = read_options(doc, req)) {
+        return std::move(*e);
+    }
+    if (const json::Value* top = json::find(doc, "top_logprobs"); top != nullptr) {
+        if (auto n = json::get_int(doc, "top_logprobs", "top_logprobs", err, 0, 20)) {
+            req.top_logprobs = n;
+        }
+        if (err) {
+            return std::move(*err);
+        }
+    }
+    for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
+        const std::string_view key = json::view(it->name);
+        if (!is_known_key(key, api)) {
+            req.extras.push_back({std::string(key), json::to_string(it->value)});
+        }
+    }
+    return req;
+}
+
+}  // namespace infergate::translators::ollama

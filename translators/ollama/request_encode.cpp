@@ -1,0 +1,212 @@
+// Upstream side: the canonical request to an Ollama /api/generate or /api/chat body, with every
+// client-dialect default made explicit.
+
+#include <type_traits>
+#include <utility>
+
+#include "translators/ollama/impl.hpp"
+
+namespace infergate::translators::ollama {
+
+using canonical::bad_request;
+using canonical::ChatMessage;
+using canonical::RequestKind;
+using canonical::SamplingParams;
+
+namespace {
+
+bool is_ollama(Dialect d) {
+    return d == Dialect::ollama_generate || d == Dialect::ollama_chat;
+}
+
+// An Ollama generate client's request still in the shape it decoded to ([system] + user):
+// send it back to /api/generate so that its generate-only extras (context, template, suffix,
+// images) keep their meaning.
+bool generate_shaped(const GenerationRequest& req) {
+    if (req.dialect != Dialect::ollama_generate) {
+        return false;
+    }
+    const auto& m = req.messages;
+    return (m.size() == 1 && m[0].role == "user") ||
+           (m.size() == 2 && m[0].role == "system" && m[1].role == "user");
+}
+
+template <class T>
+void write_opt(json::Writer& w, std::string_view key, const std::optional<T>& v) {
+    if (!v) {
+        return;
+    }
+    write_key(w, key);
+    if constexpr (std::is_same_v<T, double>) {
+        w.Double(*v);
+    } else {
+        w.Int64(*v);
+    }
+}
+
+std::optional<canonical::Error> check(const GenerationRequest& req, const SamplingParams& s) {
+    if (s.n > 1) {
+        return bad_request(
+            "n > 1 cannot be sent to an Ollama backend: it generates one answer per request; "
+            "send n = 1 (or one request per answer)",
+            "n");
+    }
+    if (req.kind == RequestKind::completion) {
+        if (req.prompts.size() != 1) {
+            return bad_request(
+                "an Ollama backend takes exactly one prompt per request; send one prompt, "
+                "not a batch",
+                "prompt");
+        }
+        if (req.prompts.front().is_tokens) {
+            return bad_request(
+                "token-id prompts cannot be sent to an Ollama backend: it takes text only; "
+                "send the prompt as text",
+                "prompt");
+        }
+        if (req.echo) {
+            return bad_request(
+                "echo cannot be served by an Ollama backend: it never returns the prompt; "
+                "send echo: false",
+                "echo");
+        }
+    } else if (req.messages.empty()) {
+        return bad_request("the request has no messages to send; send at least one message",
+                           "messages");
+    }
+    if (req.non_text_content) {
+        return bad_request(
+            "images and other non-text content are not translated to an Ollama backend yet; "
+            "send text-only content",
+            "messages");
+    }
+    if (s.ignore_eos.value_or(false)) {
+        return bad_request("ignore_eos is not supported by an Ollama backend; leave it out",
+                           "ignore_eos");
+    }
+    if (!s.stop_token_ids.empty()) {
+        return bad_request(
+            "stop_token_ids are not supported by an Ollama backend; use stop strings",
+            "stop_token_ids");
+    }
+    if (s.min_tokens.value_or(0) > 0) {
+        return bad_request("min_tokens is not supported by an Ollama backend; leave it out",
+                           "min_tokens");
+    }
+    return std::nullopt;
+}
+
+const SamplingParams* shared_sampling(const GenerationRequest& req) {
+    if (req.item_sampling.empty()) {
+        return &req.sampling;
+    }
+    for (const SamplingParams& item : req.item_sampling) {
+        if (!(item == req.item_sampling.front())) {
+            return nullptr;
+        }
+    }
+    return &req.item_sampling.front();
+}
+
+void write_options(json::Writer& w, const GenerationRequest& req, const SamplingParams& s) {
+    write_key(w, "options");
+    w.StartObject();
+    // Ollama's default is "until EOS" (-1); a client whose own server stops at 16 or 128
+    // tokens must get that budget here.
+    std::optional<int64_t> max_tokens = s.max_tokens;
+    if (!max_tokens) {
+        max_tokens = canonical::default_max_tokens(req.dialect);
+    }
+    write_opt(w, "num_predict", max_tokens);
+    write_opt(w, "temperature", s.temperature);
+    write_opt(w, "top_k", s.top_k);
+    write_opt(w, "top_p", s.top_p);
+    write_opt(w, "min_p", s.min_p);
+    write_opt(w, "seed", s.seed);
+    write_opt(w, "repeat_penalty", s.repetition_penalty);
+    write_opt(w, "presence_penalty", s.presence_penalty);
+    write_opt(w, "frequency_penalty", s.frequency_penalty);
+    if (!s.stop.empty()) {
+        write_key(w, "stop");
+        w.StartArray();
+        for (const std::string& stop : s.stop) {
+            write_string(w, stop);
+        }
+        w.EndArray();
+    }
+    if (is_ollama(req.dialect)) {
+        for (const canonical::Extra& extra : req.sampling_extras) {
+            write_key(w, extra.key);
+            json::write_raw(w, extra.json);
+        }
+    }
+    w.EndObject();
+}
+
+}  // namespace
+
+bool sends_generate(const GenerationRequest& req) {
+    return req.kind == RequestKind::completion || generate_shaped(req);
+}
+
+Result<std::string> encode_request(const GenerationRequest& req, const UpstreamOptions& options) {
+    const SamplingParams* sampling = shared_sampling(req);
+    if (sampling == nullptr) {
+        return bad_request(
+            "per-item sampling_params differ; an Ollama backend takes one set per request — "
+            "send one sampling_params object",
+            "sampling_params");
+    }
+    if (auto err = check(req, *sampling)) {
+        return std::move(*err);
+    }
+    std::string body;
+    body.reserve(256 + (req.prompts.empty() ? 0 : req.prompts.front().text.size()) +
+                 (req.messages.empty() ? 0 : req.messages.back().content.size()));
+    json::StringOut os{&body};
+    json::Writer w(os);
+    w.StartObject();
+    write_key(w, "model");
+    write_string(w, options.model.empty() ? req.model : options.model);
+    if (req.kind == RequestKind::completion) {
+        write_key(w, "prompt");
+        write_string(w, req.prompts.front().text);
+        // Without raw Ollama would wrap the prompt in the model's chat template.
+        write_key(w, "raw");
+        w.Bool(true);
+    } else if (generate_shaped(req)) {
+        if (req.messages.size() == 2) {
+            write_key(w, "system");
+            write_string(w, req.messages.front().content);
+        }
+        write_key(w, "prompt");
+        write_string(w, req.messages.back().content);
+    } else {
+        write_key(w, "messages");
+        w.StartArray();
+        for (const ChatMessage& m : req.messages) {
+            w.StartObject();
+            write_key(w, "role");
+            // Ollama knows system/user/assistant/tool; OpenAI's developer role is its system.
+            write_string(w, m.role == "developer" ? std::string_view("system") : m.role);
+            write_key(w, "content");
+            write_string(w, m.content);
+            w.EndObject();
+        }
+        w.EndArray();
+    }
+    // Always explicit: Ollama streams when "stream" is absent.
+    write_key(w, "stream");
+    w.Bool(options.stream);
+    write_options(w, req, *sampling);
+    if (is_ollama(req.dialect)) {
+        for (const canonical::Extra& extra : req.extras) {
+            write_key(w, extra.key);
+            json::write_raw(w, extra.json);
+        }
+    }
+    w.EndObject();
+    return body;
+}
+
+}  // namespace infergate::translators::ollama

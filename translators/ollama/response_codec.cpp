@@ -1,0 +1,159 @@
+// Whole (non-streaming) responses in both directions, and the error body.
+
+#include <utility>
+
+#include "translators/ollama/impl.hpp"
+
+namespace infergate::translators::ollama {
+
+using canonical::FinishKind;
+
+namespace {
+
+std::optional<int64_t> int_member(const json::Value& obj, std::string_view key) {
+    const json::Value* v = json::find(obj, key);
+    if (v == nullptr || !v->IsInt64()) {
+        return std::nullopt;
+    }
+    return v->GetInt64();
+}
+
+// The error an Ollama body carries ({"error": "..."}), if any.
+std::optional<canonical::Error> in_band_error(const json::Value& doc) {
+    const json::Value* err = json::find(doc, "error");
+    if (err == nullptr || err->IsNull()) {
+        return std::nullopt;
+    }
+    return upstream_error(err->IsString() ? std::string(json::view(*err)) : json::to_string(*err));
+}
+
+}  // namespace
+
+void encode_response(const GenerationResult& result, const GenerationRequest& req,
+                     const Timing& timing, std::string& out, Api api) {
+    // Ollama has no n and no batches: the first choice is the answer.
+    const canonical::Choice* choice = result.choices.empty() ? nullptr : &result.choices.front();
+    const std::string_view text = choice != nullptr ? std::string_view(choice->text) : "";
+    canonical::Usage usage = result.usage;
+    if (choice != nullptr) {
+        if (!usage.prompt_tokens) {
+            usage.prompt_tokens = choice->usage.prompt_tokens;
+        }
+        if (!usage.completion_tokens) {
+            usage.completion_tokens = choice->usage.completion_tokens;
+        }
+    }
+    out.reserve(out.size() + 256 + text.size());
+    json::StringOut os{&out};
+    json::Writer w(os);
+    w.StartObject();
+    // An Ollama client gets back the model name it asked for.
+    write_head(w, req.model.empty() ? std::string_view(result.model) : req.model, result.created,
+               timing);
+    if (api == Api::chat) {
+        write_key(w, "message");
+        w.StartObject();
+        write_key(w, "role");
+        write_string(w, "assistant");
+        write_key(w, "content");
+        write_string(w, text);
+        w.EndObject();
+    } else {
+        write_key(w, "response");
+        write_string(w, text);
+    }
+    write_tail(w, choice != nullptr ? choice->finish.kind : FinishKind::none, usage, timing);
+    w.EndObject();
+}
+
+void encode_error(const Error& error, std::string& out) {
+    json::StringOut os{&out};
+    json::Writer w(os);
+    w.StartObject();
+    write_key(w, "error");
+    write_string(w, error.message);
+    w.EndObject();
+}
+
+Result<canonical::FinishReason> read_done_reason(const json::Value& doc,
+                                                 const GenerationRequest* req) {
+    canonical::FinishReason finish;
+    const json::Value* reason = json::find(doc, "done_reason");
+    const std::string_view value =
+        reason != nullptr && reason->IsString() ? json::view(*reason) : std::string_view();
+    if (value == "load" || value == "unload") {
+        return upstream_error("the backend answered with done_reason \"" + std::string(value) +
+                              "\" (a model " + std::string(value) +
+                              ") instead of generating text; the prompt was probably empty");
+    }
+    if (value == "length") {
+        finish.kind = FinishKind::length;
+        if (req != nullptr) {
+            finish.length = req->sampling.max_tokens ? req->sampling.max_tokens
+                                                     : canonical::default_max_tokens(req->dialect);
+        }
+    } else {
+        // "stop" (EOS or a stop string, indistinguishable); absent on servers before v0.1.35
+        // and when the runner's connection closed: the generation did end.
+        finish.kind = FinishKind::stop;
+    }
+    return finish;
+}
+
+canonical::Usage read_counts(const json::Value& doc) {
+    canonical::Usage u;
+    // omitempty upstream: an absent count is unknown, never 0.
+    u.prompt_tokens = int_member(doc, "prompt_eval_count");
+    u.completion_tokens = int_member(doc, "eval_count");
+    u.cached_tokens = int_member(doc, "prompt_eval_cached_count");
+    return u;
+}
+
+Result<GenerationResult> decode_response(std::string_view body, const GenerationRequest& req) {
+    json::Document doc;
+    if (auto err = json::parse(body, doc, "upstream response")) {
+        return upstream_error("the backend sent a malformed response: " + err->message);
+    }
+    if (!doc.IsObject()) {
+        return upstream_error(
+            "the backend sent a malformed response: expected a JSON object, got " +
+            std::string(json::type_name(doc)));
+    }
+    if (auto err = in_band_error(doc)) {
+        return std::move(*err);
+    }
+    const json::Value* text = json::find(doc, "response");
+    if (text == nullptr) {
+        if (const json::Value* message = json::find(doc, "message"); message != nullptr) {
+            text = json::find(*message, "content");
+        }
+    }
+    if (text == nullptr || !text->IsString()) {
+        return upstream_error(
+            "the backend sent a malformed response: neither a string 'response' nor a string "
+            "'message.content'");
+    }
+    const json::Value* done = json::find(doc, "done");
+    if (done == nullptr || !done->IsBool() || !done->GetBool()) {
+        return upstream_error(
+            "the backend sent an unfinished response (done is not true) to a non-streaming "
+            "request");
+    }
+    Result<canonical::FinishReason> finish = read_done_reason(doc, &req);
+    if (!finish) {
+        return finish.error();
+    }
+    GenerationResult result;
+    if (const json::Value* model = json::find(doc, "model");
+        model != nullptr && model->IsString()) {
+        result.model = std::string(json::view(*model));
+    }
+    canonical::Choice& choice = result.choices.emplace_back();
+    choice.text.assign(text->GetString(), text->GetStringLength());
+    choice.finish = std::move(*finish);
+    choice.usage = read_counts(doc);
+    result.usage = choice.usage;
+    return result;
+}
+
+}  // namespace infergate::translators::ollama
