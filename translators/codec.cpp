@@ -1,6 +1,8 @@
 #include "translators/codec.hpp"
 
 #include "translators/canonical/json.hpp"
+#include "translators/anthropic/codec.hpp"
+#include "translators/llamacpp/codec.hpp"
 #include "translators/ollama/codec.hpp"
 #include "translators/openai/codec.hpp"
 #include "translators/sglang/codec.hpp"
@@ -79,6 +81,8 @@ const Codec& codec_for(Dialect dialect) {
         case Dialect::openai_chat: return openai::chat_codec();
         case Dialect::ollama_generate: return ollama::generate_codec();
         case Dialect::ollama_chat: return ollama::chat_codec();
+        case Dialect::llamacpp: return llamacpp::codec();
+        case Dialect::anthropic: return anthropic::codec();
         default: break;  // issue 4's dialects are wired in as their codecs land
     }
     return openai::completions_codec();

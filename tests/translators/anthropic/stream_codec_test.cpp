@@ -1,0 +1,358 @@
+// Anthropic streams: decode the SDK fixtures, encode exact event bytes, hold the finish until
+// exact counts, the tail exactly once, round trips and every 502 path.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tests/translators/anthropic/test_util.hpp"
+
+namespace {
+
+using anthropic_test::codec;
+using anthropic_test::fixture;
+using anthropic_test::sse_events;
+using infergate::canonical::Error;
+using infergate::canonical::FinishKind;
+using infergate::canonical::FinishReason;
+using infergate::canonical::StreamEvent;
+using infergate::canonical::StreamState;
+using infergate::canonical::Usage;
+using Type = StreamEvent::Type;
+
+std::vector<StreamEvent> decode_stream(std::string_view stream, StreamState& state) {
+    std::vector<StreamEvent> events;
+    for (const auto& e : sse_events(stream)) {
+        codec().decode_stream_event(e.data, state, events);
+    }
+    return events;
+}
+
+StreamEvent text(std::string t) {
+    StreamEvent ev;
+    ev.text = std::move(t);
+    return ev;
+}
+
+StreamEvent finish(FinishKind kind, std::optional<std::string> matched = std::nullopt) {
+    StreamEvent ev;
+    ev.finish = FinishReason{};
+    ev.finish->kind = kind;
+    ev.finish->matched_text = std::move(matched);
+    return ev;
+}
+
+StreamEvent usage(int64_t prompt, int64_t completion) {
+    StreamEvent ev;
+    ev.type = Type::usage;
+    ev.usage.prompt_tokens = prompt;
+    ev.usage.completion_tokens = completion;
+    return ev;
+}
+
+StreamState client_state() {
+    StreamState s;
+    s.id = "msg_1";
+    s.model = "m";
+    return s;
+}
+
+std::string encode(const std::vector<StreamEvent>& events, StreamState& state) {
+    std::string out;
+    for (const StreamEvent& ev : events) {
+        codec().encode_stream_event(ev, state, out);
+    }
+    codec().encode_stream_end(state, out);
+    return out;
+}
+
+constexpr std::string_view kBlockStart =
+    "event: content_block_start\n"
+    R"(data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"
+    "\n\n";
+constexpr std::string_view kBlockStop =
+    "event: content_block_stop\n"
+    R"(data: {"type":"content_block_stop","index":0})"
+    "\n\n";
+constexpr std::string_view kStop =
+    "event: message_stop\n"
+    R"(data: {"type":"message_stop"})"
+    "\n\n";
+
+std::string start(int64_t input, int64_t output) {
+    return "event: message_start\n"
+           R"(data: {"type":"message_start","message":{"id":"msg_1","type":"message",)"
+           R"("role":"assistant","content":[],"model":"m","stop_reason":null,)"
+           R"("stop_sequence":null,"usage":{"input_tokens":)" +
+           std::to_string(input) + R"(,"output_tokens":)" + std::to_string(output) + "}}}\n\n" +
+           std::string(kBlockStart);
+}
+
+std::string delta(std::string_view t) {
+    return "event: content_block_delta\n"
+           R"(data: {"type":"content_block_delta","index":0,)"
+           R"("delta":{"type":"text_delta","text":")" +
+           std::string(t) + "\"}}\n\n";
+}
+
+std::string tail(std::string_view reason_json, std::string_view usage_json) {
+    return std::string(kBlockStop) + "event: message_delta\n" +
+           R"(data: {"type":"message_delta","delta":{"stop_reason":)" + std::string(reason_json) +
+           "},\"usage\":" + std::string(usage_json) + "}\n\n" + std::string(kStop);
+}
+
+void check_malformed(std::string_view data, std::string_view says) {
+    INFO(data);
+    StreamState state;
+    std::vector<StreamEvent> events;
+    codec().decode_stream_event(data, state, events);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].type == Type::error);
+    CHECK(events[0].error.status == 502);
+    CHECK(events[0].error.type == "upstream_error");
+    CHECK(events[0].error.message.find(says) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("anthropic decode_stream_event: SDK text stream (§11.4)") {
+    StreamState state;
+    const std::vector<StreamEvent> events = decode_stream(fixture("basic_response.sse"), state);
+    REQUIRE(events.size() == 7);
+    CHECK(events[0].type == Type::chunk);  // message_start: the prompt count, no text
+    CHECK(events[0].text.empty());
+    CHECK(events[0].usage.prompt_tokens == 11);
+    CHECK_FALSE(events[0].usage.completion_tokens);
+    std::string all;
+    for (int i = 1; i <= 3; ++i) {
+        CHECK(events[i].type == Type::chunk);
+        CHECK_FALSE(events[i].finish);
+        all += events[i].text;
+    }
+    CHECK(all == "Hello there!");
+    CHECK(events[4].type == Type::chunk);
+    REQUIRE(events[4].finish);
+    CHECK(events[4].finish->kind == FinishKind::stop);
+    CHECK_FALSE(events[4].finish->matched_text);
+    CHECK(events[4].usage.completion_tokens == 6);
+    CHECK(events[4].usage.prompt_tokens == 11);
+    CHECK(events[5].type == Type::usage);
+    CHECK(events[5].usage.prompt_tokens == 11);
+    CHECK(events[5].usage.completion_tokens == 6);
+    CHECK(events[6].type == Type::done);
+}
+
+TEST_CASE("anthropic decode_stream_event: mid-stream error (§11.5)") {
+    StreamState state;
+    const std::vector<StreamEvent> events = decode_stream(fixture("error_event.sse"), state);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].type == Type::error);
+    CHECK(events[0].error.status == 529);
+    CHECK(events[0].error.type == "overloaded_error");
+    CHECK(events[0].error.message == "Overloaded");
+}
+
+TEST_CASE("anthropic decode_stream_event: stop sequences, other blocks, unknown events") {
+    StreamState state;
+    state.max_tokens = 50;
+    std::vector<StreamEvent> events;
+    const std::string_view datas[] = {
+        R"({"type":"content_block_delta","index":0,)"
+        R"("delta":{"type":"thinking_delta","thinking":"x"}})",
+        R"({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}})",
+        R"({"type":"some_future_event"})",
+        R"({"type":"message_delta","delta":{"stop_reason":"stop_sequence",)"
+        R"("stop_sequence":"###"},"usage":{"output_tokens":3}})",
+        R"({"type":"message_delta","delta":{"stop_reason":"max_tokens"},)"
+        R"("usage":{"output_tokens":4}})"};
+    for (std::string_view data : datas) {
+        codec().decode_stream_event(data, state, events);
+    }
+    REQUIRE(events.size() == 4);
+    REQUIRE(events[0].finish);
+    CHECK(events[0].finish->matched_text == "###");
+    CHECK_FALSE(events[2].finish);  // a finish goes out once
+    CHECK(events[2].usage.completion_tokens == 4);
+
+    StreamState s2;
+    s2.max_tokens = 50;
+    events.clear();
+    codec().decode_stream_event(
+        R"({"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},)"
+        R"("usage":{"input_tokens":20,"output_tokens":50}})",
+        s2, events);
+    REQUIRE(events.size() == 2);
+    CHECK(events[0].finish->kind == FinishKind::length);
+    CHECK(events[0].finish->length == 50);
+    CHECK(events[1].usage.prompt_tokens == 20);
+}
+
+TEST_CASE("anthropic decode_stream_event: malformed events are 502 errors") {
+    check_malformed("{", "malformed");
+    check_malformed("[1]", "'type'");
+    check_malformed(R"({"type":1})", "'type'");
+    check_malformed(R"({"type":"content_block_delta","index":0})", "delta");
+    check_malformed(R"({"type":"content_block_delta","delta":{"type":"text_delta"}})", "'text'");
+    check_malformed(R"({"type":"message_delta","delta":{"stop_reason":7}})", "stop_reason");
+    check_malformed(R"({"type":"message_delta","usage":{"output_tokens":"x"}})", "output_tokens");
+    check_malformed(R"({"type":"message_start","message":{"usage":{"input_tokens":1.5}}})",
+                    "input_tokens");
+}
+
+TEST_CASE("anthropic encode_stream_event: the SDK stream re-encodes byte for byte") {
+    StreamState up;
+    const std::vector<StreamEvent> events = decode_stream(fixture("basic_response.sse"), up);
+    StreamState state;
+    state.id = "msg_4QpJur2dWWDjF6C758FbBw5vm12BaVipnK";
+    state.model = "claude-3-opus-latest";
+    std::string want = fixture("basic_response.sse") + "\n\n";
+    const std::string ping = "event: ping\ndata: {\"type\": \"ping\"}\n\n";
+    want.erase(want.find(ping), ping.size());
+    // message_start goes out before any text exists, so it honestly says 0 output tokens.
+    const std::string one = R"("output_tokens":1})";
+    want.replace(want.find(one), one.size(), R"("output_tokens":0})");
+    CHECK(encode(events, state) == want);
+}
+
+TEST_CASE("anthropic encode_stream_event: finish held until usage, input_tokens at the end") {
+    // An OpenAI-style upstream: deltas without counts, the finish chunk, then the usage chunk.
+    StreamState state = client_state();
+    std::string out;
+    codec().encode_stream_event(text("Hi"), state, out);
+    CHECK(out == start(0, 0) + delta("Hi"));
+    out.clear();
+    codec().encode_stream_event(finish(FinishKind::length), state, out);
+    CHECK(out.empty());  // held: message_delta must carry the real output count
+    codec().encode_stream_event(usage(79, 1), state, out);
+    CHECK(out ==
+          tail(R"("max_tokens","stop_sequence":null)", R"({"input_tokens":79,"output_tokens":1})"));
+    CHECK(state.ended);
+    out.clear();
+    StreamEvent done;
+    done.type = Type::done;
+    codec().encode_stream_event(done, state, out);
+    codec().encode_stream_end(state, out);
+    codec().encode_stream_end(state, out);
+    CHECK(out.empty());
+}
+
+TEST_CASE("anthropic encode_stream_event: usage before the finish, and exact counts") {
+    StreamState state = client_state();
+    const std::string out =
+        encode({text("a"), usage(5, 2), finish(FinishKind::stop, "###")}, state);
+    CHECK(out == start(0, 0) + delta("a") +
+                     tail(R"("stop_sequence","stop_sequence":"###")",
+                          R"({"input_tokens":5,"output_tokens":2})"));
+
+    // SGLang-style chunks with running counts: prompt known at the start, tail right away.
+    StreamState s2 = client_state();
+    StreamEvent first = text("x");
+    first.usage.prompt_tokens = 4;
+    first.usage.completion_tokens = 1;
+    StreamEvent last = finish(FinishKind::tool_calls);
+    last.usage.prompt_tokens = 4;
+    last.usage.completion_tokens = 2;
+    std::string o2;
+    codec().encode_stream_event(first, s2, o2);
+    codec().encode_stream_event(last, s2, o2);
+    CHECK(o2 == start(4, 1) + delta("x") +
+                    tail(R"("tool_use","stop_sequence":null)", R"({"output_tokens":2})"));
+    CHECK(s2.ended);
+}
+
+TEST_CASE("anthropic encode_stream_end: no usage ever, no finish, other choices") {
+    StreamState state = client_state();
+    StreamEvent other = text("ignored");
+    other.index = 1;
+    CHECK(encode({text("a"), text("b"), other, finish(FinishKind::content_filter)}, state) ==
+          start(0, 0) + delta("a") + delta("b") +
+              tail(R"("refusal","stop_sequence":null)", R"({"output_tokens":2})"));
+
+    StreamState empty = client_state();
+    CHECK(encode({}, empty) ==
+          start(0, 0) + tail(R"(null,"stop_sequence":null)", R"({"output_tokens":0})"));
+}
+
+TEST_CASE("anthropic encode_stream_error: exact bytes, nothing after it") {
+    StreamState state = client_state();
+    std::string out;
+    Error e;
+    e.status = 529;
+    e.type = "overloaded_error";
+    e.message = "Overloaded";
+    StreamEvent ev;
+    ev.type = Type::error;
+    ev.error = e;
+    codec().encode_stream_event(text("a"), state, out);
+    out.clear();
+    codec().encode_stream_event(ev, state, out);
+    CHECK(out ==
+          "event: error\n"
+          R"(data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})"
+          "\n\n");
+    out.clear();
+    codec().encode_stream_end(state, out);
+    codec().encode_stream_event(text("late"), state, out);
+    CHECK(out.empty());
+
+    // An aborted finish becomes an api_error event.
+    StreamState s2 = client_state();
+    StreamEvent abort = finish(FinishKind::abort);
+    abort.finish->message = "engine died";
+    out.clear();
+    codec().encode_stream_event(abort, s2, out);
+    CHECK(out ==
+          start(0, 0) + "event: error\n" +
+              R"(data: {"type":"error","error":{"type":"api_error","message":"engine died"}})" +
+              "\n\n");
+}
+
+TEST_CASE("anthropic stream round trip: canonical → Anthropic SSE → canonical") {
+    struct Case {
+        FinishKind kind;
+        std::optional<std::string> matched;
+        bool usage_event;
+    };
+    for (const Case& c : {Case{FinishKind::stop, std::nullopt, true},
+                          Case{FinishKind::stop, std::string("STOP"), false},
+                          Case{FinishKind::length, std::nullopt, true}}) {
+        StreamState client = client_state();
+        std::vector<StreamEvent> in = {text("Bon"), text("jour \"\xc3\xa9\"\n"),
+                                       finish(c.kind, c.matched)};
+        if (c.usage_event) {
+            in.push_back(usage(9, 3));
+        }
+        const std::string wire = encode(in, client);
+        // Every event's name matches its payload's type.
+        for (const auto& e : sse_events(wire)) {
+            CHECK(e.data.find("{\"type\":\"" + e.event + "\"") == 0);
+        }
+        StreamState up;
+        const std::vector<StreamEvent> out = decode_stream(wire, up);
+        std::string all;
+        std::optional<FinishReason> got;
+        Usage last;
+        int finishes = 0;
+        int dones = 0;
+        for (const StreamEvent& ev : out) {
+            all += ev.text;
+            if (ev.finish) {
+                got = ev.finish;
+                ++finishes;
+            }
+            if (ev.type == Type::usage) {
+                last = ev.usage;
+            }
+            dones += ev.type == Type::done ? 1 : 0;
+        }
+        CHECK(all == "Bonjour \"\xc3\xa9\"\n");
+        CHECK(finishes == 1);
+        CHECK(dones == 1);
+        REQUIRE(got);
+        CHECK(got->kind == c.kind);
+        CHECK(got->matched_text == c.matched);
+        CHECK(last.completion_tokens == (c.usage_event ? 3 : 2));
+        // An unknown prompt count goes out as message_start's 0 (the wire has no "unknown").
+        CHECK(last.prompt_tokens == (c.usage_event ? 9 : 0));
+    }
+}

@@ -1,0 +1,129 @@
+// Whole (non-streaming) responses: canonical result → Anthropic message (client side), and an
+// Anthropic backend's message → canonical result (upstream side). Only choice 0: the Messages
+// API has one answer per request.
+
+#include "translators/anthropic/codec_impl.hpp"
+
+namespace infergate::translators::anthropic {
+
+void AnthropicCodec::encode_response(const GenerationResult& result, const GenerationRequest& req,
+                                     std::string& out) const {
+    const canonical::Choice* choice = result.choices.empty() ? nullptr : &result.choices.front();
+    json::StringOut os{&out};
+    json::Writer w(os);
+    w.StartObject();
+    wire::key(w, "id");
+    wire::string(w, wire::message_id(result.id));
+    wire::key(w, "type");
+    wire::string(w, "message");
+    wire::key(w, "role");
+    wire::string(w, "assistant");
+    wire::key(w, "model");
+    wire::string(w, result.model.empty() ? req.model : result.model);
+    wire::key(w, "content");
+    w.StartArray();
+    w.StartObject();
+    wire::key(w, "type");
+    wire::string(w, "text");
+    wire::key(w, "text");
+    wire::string(w, choice != nullptr ? std::string_view(choice->text) : std::string_view());
+    w.EndObject();
+    w.EndArray();
+    const canonical::FinishReason* finish = choice != nullptr ? &choice->finish : nullptr;
+    const std::string_view reason = wire::stop_reason(finish);
+    wire::key(w, "stop_reason");
+    if (reason.empty()) {
+        w.Null();
+    } else {
+        wire::string(w, reason);
+    }
+    wire::key(w, "stop_sequence");
+    if (reason == "stop_sequence") {
+        wire::string(w, *finish->matched_text);
+    } else {
+        w.Null();
+    }
+    wire::key(w, "usage");
+    canonical::Usage usage = result.usage;
+    if (choice != nullptr && !usage.completion_tokens) {
+        usage.completion_tokens = choice->usage.completion_tokens;
+    }
+    if (choice != nullptr && !usage.prompt_tokens) {
+        usage.prompt_tokens = choice->usage.prompt_tokens;
+        usage.cached_tokens = choice->usage.cached_tokens;
+    }
+    wire::write_usage(w, usage);
+    w.EndObject();
+}
+
+Result<GenerationResult> AnthropicCodec::decode_response(std::string_view body,
+                                                         const GenerationRequest& req) const {
+    json::Document doc;
+    if (auto err = json::parse(body, doc, "upstream response")) {
+        return wire::upstream_error("the Anthropic backend sent a malformed response: " +
+                                    err->message);
+    }
+    if (!doc.IsObject()) {
+        return wire::upstream_error("the Anthropic backend sent a response that is " +
+                                    std::string(json::type_name(doc)) + ", not an object");
+    }
+    if (const json::Value* type = json::find(doc, "type");
+        type != nullptr && type->IsString() && json::view(*type) == "error") {
+        // An error envelope with a 2xx status: still an error.
+        Error e = decode_error(502, body);
+        e.status = wire::status_for_type(e.type);
+        return e;
+    }
+    GenerationResult result;
+    if (const json::Value* id = json::find(doc, "id"); id != nullptr && id->IsString()) {
+        result.id.assign(json::view(*id));
+    }
+    if (const json::Value* model = json::find(doc, "model");
+        model != nullptr && model->IsString()) {
+        result.model.assign(json::view(*model));
+    }
+    canonical::Choice choice;
+    const json::Value* content = json::find(doc, "content");
+    if (content == nullptr || !content->IsArray()) {
+        return wire::upstream_error(
+            "the Anthropic backend sent a response without a 'content' list");
+    }
+    for (const json::Value& block : content->GetArray()) {
+        const json::Value* type = json::find(block, "type");
+        if (type == nullptr || !type->IsString()) {
+            return wire::upstream_error(
+                "the Anthropic backend sent a content block without a string 'type'");
+        }
+        if (json::view(*type) != "text") {
+            continue;  // thinking, tool_use, ...: not canonical text
+        }
+        const json::Value* text = json::find(block, "text");
+        if (text == nullptr || !text->IsString()) {
+            return wire::upstream_error(
+                "the Anthropic backend sent a text block without a 'text' string");
+        }
+        choice.text.append(json::view(*text));
+    }
+    bool bad = false;
+    if (auto finish = wire::read_stop_reason(doc, bad)) {
+        choice.finish = std::move(*finish);
+    }
+    if (bad) {
+        return wire::upstream_error(
+            "the Anthropic backend sent a response whose 'stop_reason' is not a string");
+    }
+    if (choice.finish.kind == canonical::FinishKind::length) {
+        choice.finish.length = req.sampling.max_tokens;
+    }
+    if (const json::Value* usage = json::find(doc, "usage"); usage != nullptr) {
+        if (auto message = wire::read_usage(*usage, result.usage)) {
+            return wire::upstream_error("the Anthropic backend sent a malformed response: " +
+                                        *message);
+        }
+    }
+    choice.usage = result.usage;
+    result.choices.push_back(std::move(choice));
+    return result;
+}
+
+}  // namespace infergate::translators::anthropic

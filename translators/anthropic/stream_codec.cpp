@@ -1,0 +1,416 @@
+// Anthropic streams: SSE with named events (api-dialects §8.4, §11.4). Client side writes
+//   message_start → content_block_start → content_block_delta* → content_block_stop →
+//   message_delta → message_stop
+// lazily (message_start on the first event) and the tail exactly once; upstream side turns the
+// events back into canonical ones by their "type". Only choice 0: the API has one answer.
+
+#include <algorithm>
+
+#include "translators/anthropic/codec_impl.hpp"
+
+namespace infergate::translators::anthropic {
+
+namespace {
+
+using canonical::ChoiceState;
+using canonical::FinishKind;
+using canonical::FinishReason;
+
+// ---- client side -----------------------------------------------------------------------------
+//
+// State use (choice 0 of the client-side StreamState):
+//   role_sent          message_start and content_block_start went out
+//   completion_tokens  output tokens so far (exact once tokens_exact)
+//   prompt_tokens      input tokens, once known
+//   sent               the input_tokens value message_start carried: this encoder never diffs
+//                      text, so the field is free; message_delta repeats input_tokens only when
+//                      the real count differs from it (it became known later, §10.11 rule 4)
+//   held_finish        the finish, held until exact counts (usage event) or the stream's end
+//   finished           the tail went out (state.ended too: message_stop is the terminator)
+
+// Writes `event: <name>\ndata: ` ... `\n\n` around JSON written in place.
+class Event {
+public:
+    Event(std::string_view name, std::string& out) : out_(out), os_{&out}, w_(os_) {
+        out.append("event: ").append(name).append("\ndata: ");
+    }
+    ~Event() { out_.append("\n\n"); }
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    json::Writer& w() { return w_; }
+
+private:
+    std::string& out_;
+    json::StringOut os_;
+    json::Writer w_;
+};
+
+void write_type(json::Writer& w, std::string_view type) {
+    wire::key(w, "type");
+    wire::string(w, type);
+}
+
+void ensure_start(StreamState& s, const canonical::Usage& first, std::string& out) {
+    ChoiceState& c = s.choice(0);
+    if (c.role_sent) {
+        return;
+    }
+    c.role_sent = true;
+    if (first.prompt_tokens) {
+        c.prompt_tokens = first.prompt_tokens;
+        c.cached_tokens = first.cached_tokens;
+    }
+    c.sent = static_cast<size_t>(c.prompt_tokens.value_or(0));
+    {
+        Event ev("message_start", out);
+        json::Writer& w = ev.w();
+        w.StartObject();
+        write_type(w, "message_start");
+        wire::key(w, "message");
+        w.StartObject();
+        wire::key(w, "id");
+        wire::string(w, wire::message_id(s.id));
+        write_type(w, "message");
+        wire::key(w, "role");
+        wire::string(w, "assistant");
+        wire::key(w, "content");
+        w.StartArray();
+        w.EndArray();
+        wire::key(w, "model");
+        wire::string(w, s.model);
+        wire::key(w, "stop_reason");
+        w.Null();
+        wire::key(w, "stop_sequence");
+        w.Null();
+        wire::key(w, "usage");
+        canonical::Usage u;
+        u.prompt_tokens = c.prompt_tokens;
+        u.cached_tokens = c.cached_tokens;
+        // Anthropic reports the first token here (1); later counts supersede it.
+        u.completion_tokens = std::min<int64_t>(first.completion_tokens.value_or(0), 1);
+        wire::write_usage(w, u);
+        w.EndObject();
+        w.EndObject();
+    }
+    Event ev("content_block_start", out);
+    json::Writer& w = ev.w();
+    w.StartObject();
+    write_type(w, "content_block_start");
+    wire::key(w, "index");
+    w.Int(0);
+    wire::key(w, "content_block");
+    w.StartObject();
+    write_type(w, "text");
+    wire::key(w, "text");
+    wire::string(w, "");
+    w.EndObject();
+    w.EndObject();
+}
+
+void write_tail(StreamState& s, std::string& out) {
+    ChoiceState& c = s.choice(0);
+    {
+        Event ev("content_block_stop", out);
+        ev.w().StartObject();
+        write_type(ev.w(), "content_block_stop");
+        wire::key(ev.w(), "index");
+        ev.w().Int(0);
+        ev.w().EndObject();
+    }
+    {
+        const FinishReason* finish = c.held_finish ? &*c.held_finish : nullptr;
+        // A stream that ended without a finish says null rather than inventing one.
+        const std::string_view reason = wire::stop_reason(finish);
+        Event ev("message_delta", out);
+        json::Writer& w = ev.w();
+        w.StartObject();
+        write_type(w, "message_delta");
+        wire::key(w, "delta");
+        w.StartObject();
+        wire::key(w, "stop_reason");
+        if (reason.empty()) {
+            w.Null();
+        } else {
+            wire::string(w, reason);
+        }
+        wire::key(w, "stop_sequence");
+        if (reason == "stop_sequence") {
+            wire::string(w, *finish->matched_text);
+        } else {
+            w.Null();
+        }
+        w.EndObject();
+        wire::key(w, "usage");
+        w.StartObject();
+        if (c.prompt_tokens && static_cast<size_t>(*c.prompt_tokens) != c.sent) {
+            const int64_t cached = c.cached_tokens.value_or(0);
+            wire::key(w, "input_tokens");
+            w.Int64(*c.prompt_tokens >= cached ? *c.prompt_tokens - cached : *c.prompt_tokens);
+        }
+        wire::key(w, "output_tokens");
+        w.Int64(c.completion_tokens);
+        w.EndObject();
+        w.EndObject();
+    }
+    {
+        Event ev("message_stop", out);
+        ev.w().StartObject();
+        write_type(ev.w(), "message_stop");
+        ev.w().EndObject();
+    }
+    c.finished = true;
+    c.held_finish.reset();
+    s.ended = true;
+}
+
+void take_counts(ChoiceState& c, const canonical::Usage& u) {
+    if (u.completion_tokens) {
+        c.completion_tokens = *u.completion_tokens;
+        c.tokens_exact = true;
+    }
+    if (u.prompt_tokens) {
+        c.prompt_tokens = u.prompt_tokens;
+        c.cached_tokens = u.cached_tokens;
+    }
+}
+
+void encode_chunk(const AnthropicCodec& codec, const StreamEvent& event, StreamState& s,
+                  std::string& out) {
+    if (event.index != 0) {
+        return;  // one answer per message; the upstream request had n = 1
+    }
+    ensure_start(s, event.usage, out);
+    ChoiceState& c = s.choice(0);
+    take_counts(c, event.usage);
+    if (!event.text.empty()) {
+        if (!event.usage.completion_tokens) {
+            ++c.completion_tokens;  // one chunk is roughly one token until a real count comes
+        }
+        s.content_seen = true;
+        Event ev("content_block_delta", out);
+        json::Writer& w = ev.w();
+        w.StartObject();
+        write_type(w, "content_block_delta");
+        wire::key(w, "index");
+        w.Int(0);
+        wire::key(w, "delta");
+        w.StartObject();
+        write_type(w, "text_delta");
+        wire::key(w, "text");
+        wire::string(w, event.text);
+        w.EndObject();
+        w.EndObject();
+    }
+    if (event.finish && event.finish->kind != FinishKind::none && !c.held_finish) {
+        if (event.finish->kind == FinishKind::abort) {
+            Error e = wire::upstream_error(event.finish->message.empty()
+                                               ? "the backend aborted the generation"
+                                               : event.finish->message);
+            codec.encode_stream_error(e, s, out);
+            return;
+        }
+        c.held_finish = *event.finish;
+        // message_delta is where clients read output_tokens: send it now only if exact.
+        if (c.tokens_exact && c.prompt_tokens) {
+            write_tail(s, out);
+        }
+    }
+}
+
+void encode_usage(const StreamEvent& event, StreamState& s, std::string& out) {
+    s.usage = event.usage;
+    s.usage_final = true;
+    ensure_start(s, event.usage, out);
+    take_counts(s.choice(0), event.usage);
+    if (s.choice(0).held_finish) {
+        write_tail(s, out);
+    }
+}
+
+}  // namespace
+
+void AnthropicCodec::encode_stream_event(const StreamEvent& event, StreamState& state,
+                                         std::string& out) const {
+    if (state.ended) {
+        return;
+    }
+    switch (event.type) {
+        case StreamEvent::Type::chunk:
+            encode_chunk(*this, event, state, out);
+            break;
+        case StreamEvent::Type::usage:
+            encode_usage(event, state, out);
+            break;
+        case StreamEvent::Type::done:
+            break;  // encode_stream_end writes the tail once
+        case StreamEvent::Type::error:
+            encode_stream_error(event.error, state, out);
+            break;
+    }
+}
+
+void AnthropicCodec::encode_stream_end(StreamState& state, std::string& out) const {
+    if (state.ended) {
+        return;
+    }
+    ensure_start(state, {}, out);
+    write_tail(state, out);
+}
+
+void AnthropicCodec::encode_stream_error(const Error& error, StreamState& state,
+                                         std::string& out) const {
+    if (state.ended) {
+        return;
+    }
+    // Anthropic ends a failed stream with the error event alone: no message_stop follows.
+    out.append("event: error\ndata: ");
+    encode_error(error, out);
+    out.append("\n\n");
+    state.ended = true;
+}
+
+// ---- upstream side ---------------------------------------------------------------------------
+
+namespace {
+
+void push_error(Error e, std::vector<StreamEvent>& out) {
+    StreamEvent ev;
+    ev.type = StreamEvent::Type::error;
+    ev.error = std::move(e);
+    out.push_back(std::move(ev));
+}
+
+void push_malformed(std::string what, std::vector<StreamEvent>& out) {
+    push_error(wire::upstream_error("the Anthropic backend sent malformed stream data: " +
+                                    std::move(what)),
+               out);
+}
+
+StreamEvent chunk() {
+    StreamEvent ev;
+    ev.type = StreamEvent::Type::chunk;
+    return ev;
+}
+
+}  // namespace
+
+void AnthropicCodec::decode_stream_event(std::string_view data, StreamState& state,
+                                         std::vector<StreamEvent>& out) const {
+    json::Document doc;
+    if (auto err = json::parse(data, doc, "the stream event")) {
+        push_malformed(err->message, out);
+        return;
+    }
+    const json::Value* type = doc.IsObject() ? json::find(doc, "type") : nullptr;
+    if (type == nullptr || !type->IsString()) {
+        push_malformed("an event without a string 'type'", out);
+        return;
+    }
+    const std::string_view t = json::view(*type);
+    ChoiceState& c = state.choice(0);
+    if (t == "message_start") {
+        const json::Value* message = json::find(doc, "message");
+        const json::Value* usage = message != nullptr ? json::find(*message, "usage") : nullptr;
+        StreamEvent ev = chunk();
+        if (usage != nullptr) {
+            canonical::Usage u;
+            if (auto msg = wire::read_usage(*usage, u)) {
+                push_malformed("message_start " + *msg, out);
+                return;
+            }
+            // The initial output_tokens (1) is not a running count worth trusting; the prompt
+            // count is, and Anthropic clients want it before any text.
+            c.prompt_tokens = u.prompt_tokens;
+            c.cached_tokens = u.cached_tokens;
+            ev.usage.prompt_tokens = u.prompt_tokens;
+            ev.usage.cached_tokens = u.cached_tokens;
+        }
+        out.push_back(std::move(ev));
+    } else if (t == "content_block_delta") {
+        const json::Value* delta = json::find(doc, "delta");
+        const json::Value* dtype = delta != nullptr ? json::find(*delta, "type") : nullptr;
+        if (dtype == nullptr || !dtype->IsString()) {
+            push_malformed("a content_block_delta without a typed 'delta'", out);
+            return;
+        }
+        if (json::view(*dtype) != "text_delta") {
+            return;  // thinking, tool-input JSON, citations: not canonical text
+        }
+        const json::Value* text = json::find(*delta, "text");
+        if (text == nullptr || !text->IsString()) {
+            push_malformed("a text_delta without a 'text' string", out);
+            return;
+        }
+        StreamEvent ev = chunk();
+        ev.text.assign(json::view(*text));
+        out.push_back(std::move(ev));
+    } else if (t == "message_delta") {
+        StreamEvent ev = chunk();
+        if (const json::Value* usage = json::find(doc, "usage"); usage != nullptr) {
+            canonical::Usage u;
+            if (auto msg = wire::read_usage(*usage, u)) {
+                push_malformed("message_delta " + *msg, out);
+                return;
+            }
+            if (u.completion_tokens) {
+                c.completion_tokens = *u.completion_tokens;  // cumulative
+                c.tokens_exact = true;
+            }
+            if (u.prompt_tokens) {
+                c.prompt_tokens = u.prompt_tokens;
+                c.cached_tokens = u.cached_tokens;
+            }
+        }
+        if (c.tokens_exact) {
+            ev.usage.completion_tokens = c.completion_tokens;
+        }
+        ev.usage.prompt_tokens = c.prompt_tokens;
+        ev.usage.cached_tokens = c.cached_tokens;
+        const json::Value* delta = json::find(doc, "delta");
+        if (delta != nullptr && delta->IsObject()) {
+            bool bad = false;
+            std::optional<FinishReason> finish = wire::read_stop_reason(*delta, bad);
+            if (bad) {
+                push_malformed("message_delta.delta.stop_reason is not a string", out);
+                return;
+            }
+            if (finish && !c.finished) {
+                if (finish->kind == FinishKind::length) {
+                    finish->length = state.max_tokens;
+                }
+                ev.finish = std::move(finish);
+                c.finished = true;
+            }
+        }
+        out.push_back(std::move(ev));
+        // The final counts: the aggregate usage of the request.
+        StreamEvent usage;
+        usage.type = StreamEvent::Type::usage;
+        usage.usage = out.back().usage;
+        state.usage = usage.usage;
+        state.usage_final = true;
+        out.push_back(std::move(usage));
+    } else if (t == "message_stop") {
+        StreamEvent ev;
+        ev.type = StreamEvent::Type::done;
+        out.push_back(std::move(ev));
+    } else if (t == "error") {
+        const json::Value* error = json::find(doc, "error");
+        Error e = wire::upstream_error("the Anthropic backend reported an error");
+        if (error != nullptr && error->IsObject()) {
+            if (const json::Value* et = json::find(*error, "type");
+                et != nullptr && et->IsString()) {
+                e.type.assign(json::view(*et));
+                e.status = wire::status_for_type(e.type);
+            }
+            if (const json::Value* m = json::find(*error, "message");
+                m != nullptr && m->IsString()) {
+                e.message.assign(json::view(*m));
+            }
+        }
+        push_error(std::move(e), out);
+    }
+    // content_block_start/stop, ping and event types newer than this code carry no text.
+}
+
+}  // namespace infergate::translators::anthropic

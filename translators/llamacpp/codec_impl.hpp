@@ -1,0 +1,76 @@
+#pragma once
+// Internal to translators/llamacpp: the llama.cpp codec class and the wire pieces its request,
+// response and stream codecs share. Stateless, so one const instance serves every thread.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "translators/canonical/json.hpp"
+#include "translators/codec.hpp"
+
+namespace infergate::translators::llamacpp {
+
+class LlamacppCodec final : public Codec {
+public:
+    Dialect dialect() const override { return Dialect::llamacpp; }
+
+    // Client side (request_codec.cpp, response_codec.cpp, stream_codec.cpp).
+    Result<GenerationRequest> decode_request(std::string_view body) const override;
+    void encode_response(const GenerationResult& result, const GenerationRequest& req,
+                         std::string& out) const override;
+    void encode_stream_event(const StreamEvent& event, StreamState& state,
+                             std::string& out) const override;
+    void encode_stream_end(StreamState& state, std::string& out) const override;
+    void encode_error(const Error& error, std::string& out) const override;
+    void encode_stream_error(const Error& error, StreamState& state,
+                             std::string& out) const override;
+
+    // Upstream side.
+    std::string_view upstream_path(const GenerationRequest& req) const override;
+    Result<std::string> encode_request(const GenerationRequest& req,
+                                       const UpstreamOptions& options) const override;
+    Result<GenerationResult> decode_response(std::string_view body,
+                                             const GenerationRequest& req) const override;
+    void decode_stream_event(std::string_view data, StreamState& state,
+                             std::vector<StreamEvent>& out) const override;
+};
+
+namespace wire {
+
+inline void key(json::Writer& w, std::string_view k) {
+    w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
+}
+inline void string(json::Writer& w, std::string_view s) {
+    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
+// llama.cpp's stop_type / stopping_word pair for a canonical finish (api-dialects §10.3).
+struct StopInfo {
+    std::string_view stop_type;
+    std::string_view stopping_word;
+};
+StopInfo stop_info(const canonical::FinishReason& finish);
+
+// The finish a final llama.cpp object describes: its stop_type (or the pre-2024 stopped_eos /
+// stopped_word / stopped_limit booleans), stopping_word, and the budget `n_predict` that was sent.
+// Returns a message when a field has the wrong type.
+std::optional<std::string> read_finish(const json::Value& obj, std::optional<int64_t> n_predict,
+                                       canonical::FinishReason& out);
+
+// tokens_evaluated / tokens_predicted / timings.cache_n. Returns a message on a wrong type.
+std::optional<std::string> read_counts(const json::Value& obj, canonical::Usage& usage);
+
+// The error object llama.cpp writes: {"code": status, "message": ..., "type": ...}.
+void error_object(json::Writer& w, const canonical::Error& error);
+
+// The n_predict that was (or would be) sent upstream for `req`; nullopt = unlimited.
+std::optional<int64_t> budget(const GenerationRequest& req);
+
+// A 502 saying what was wrong with the llama.cpp backend's output.
+canonical::Error upstream_error(std::string message);
+
+}  // namespace wire
+
+}  // namespace infergate::translators::llamacpp

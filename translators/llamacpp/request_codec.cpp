@@ -1,0 +1,365 @@
+// llama.cpp /completion requests (api-dialects §7.3): decoding a client's body, and writing one
+// for a llama-server backend.
+
+#include <algorithm>
+#include <array>
+
+#include "translators/canonical/json.hpp"
+#include "translators/llamacpp/codec.hpp"
+#include "translators/llamacpp/codec_impl.hpp"
+
+namespace infergate::translators::llamacpp {
+
+namespace {
+
+using canonical::Prompt;
+using OptErr = std::optional<Error>;
+
+// Keys this decoder reads; everything else is kept in `extras` for a llama.cpp backend.
+constexpr std::array<std::string_view, 19> kKnownKeys = {
+    "prompt",           "n_predict",         "max_tokens",   "temperature", "top_k",
+    "top_p",            "min_p",             "stop",         "seed",        "repeat_penalty",
+    "presence_penalty", "frequency_penalty", "n_probs",      "logprobs",    "stream",
+    "ignore_eos",       "model",             "n_cmpl",       "n"};
+
+bool is_known(std::string_view k) {
+    return std::find(kKnownKeys.begin(), kKnownKeys.end(), k) != kKnownKeys.end();
+}
+
+// A token array: every element an integer. Mixed arrays ([12, "text", 56]) are one prompt in
+// llama.cpp but cannot be expressed canonically (a prompt is text or ids, never both).
+OptErr read_one_prompt(const json::Value& v, const std::string& path, Prompt& out) {
+    if (v.IsString()) {
+        out.text.assign(v.GetString(), v.GetStringLength());
+        return std::nullopt;
+    }
+    if (v.IsArray()) {
+        out.is_tokens = true;
+        for (const json::Value& t : v.GetArray()) {
+            if (!t.IsInt64()) {
+                return canonical::bad_request(
+                    "'" + path + "' mixes token ids with " + std::string(json::type_name(t)) +
+                        "; infergate accepts a prompt of text or of token ids, not both",
+                    path);
+            }
+            out.token_ids.push_back(t.GetInt64());
+        }
+        return std::nullopt;
+    }
+    if (v.IsObject()) {
+        return canonical::bad_request("'" + path +
+                                          "' is a multimodal prompt object, which infergate "
+                                          "does not support; send a string or token ids",
+                                      path);
+    }
+    return canonical::bad_request(
+        "'" + path + "' must be a string or an array of token ids, got " +
+            std::string(json::type_name(v)),
+        path);
+}
+
+bool all_numbers_or_strings_mixed(const json::Value& arr) {
+    bool num = false;
+    bool str = false;
+    for (const json::Value& e : arr.GetArray()) {
+        num = num || e.IsNumber();
+        str = str || e.IsString();
+    }
+    return num && str;
+}
+
+// llama.cpp's reading of `prompt`: a string, a token array, a mixed array (one prompt each), or
+// a list of any of those (a batch).
+OptErr read_prompt(const json::Value& doc, GenerationRequest& req) {
+    const json::Value* p = json::find(doc, "prompt");
+    if (p == nullptr || p->IsNull()) {
+        return canonical::bad_request("'prompt' is required", "prompt");
+    }
+    if (!p->IsArray() || p->Empty() ||
+        std::all_of(p->Begin(), p->End(), [](const json::Value& e) { return e.IsNumber(); }) ||
+        all_numbers_or_strings_mixed(*p)) {
+        if (p->IsArray() && p->Empty()) {
+            return canonical::bad_request("'prompt' must not be an empty list", "prompt");
+        }
+        Prompt one;
+        if (OptErr e = read_one_prompt(*p, "prompt", one)) {
+            return e;
+        }
+        req.prompts.push_back(std::move(one));
+        return std::nullopt;
+    }
+    req.prompt_is_list = true;
+    for (rapidjson::SizeType i = 0; i < p->Size(); ++i) {
+        Prompt one;
+        if (OptErr e = read_one_prompt((*p)[i], "prompt[" + std::to_string(i) + "]", one)) {
+            return e;
+        }
+        req.prompts.push_back(std::move(one));
+    }
+    return std::nullopt;
+}
+
+// `stop` is a list on the native route. The real server silently ignores a plain string; we
+// accept it as a list of one instead, because a client that sends one clearly means it.
+// Empty strings are dropped as llama.cpp does.
+OptErr read_stop(const json::Value& doc, canonical::SamplingParams& s) {
+    const json::Value* v = json::find(doc, "stop");
+    if (v == nullptr || v->IsNull()) {
+        return std::nullopt;
+    }
+    if (v->IsString()) {
+        if (v->GetStringLength() > 0) {
+            s.stop.emplace_back(v->GetString(), v->GetStringLength());
+        }
+        return std::nullopt;
+    }
+    if (!v->IsArray()) {
+        return canonical::bad_request(
+            "'stop' must be an array of strings, got " + std::string(json::type_name(*v)), "stop");
+    }
+    for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
+        const json::Value& e = (*v)[i];
+        if (!e.IsString()) {
+            const std::string path = "stop[" + std::to_string(i) + "]";
+            return canonical::bad_request(
+                "'" + path + "' must be a string, got " + std::string(json::type_name(e)), path);
+        }
+        if (e.GetStringLength() > 0) {
+            s.stop.emplace_back(e.GetString(), e.GetStringLength());
+        }
+    }
+    return std::nullopt;
+}
+
+OptErr read_sampling(const json::Value& doc, GenerationRequest& req) {
+    OptErr err;
+    canonical::SamplingParams& s = req.sampling;
+    // n_predict wins over its alias max_tokens; -1 (the default) means "until EOS or context".
+    std::optional<int64_t> n_predict = json::get_int(doc, "n_predict", "n_predict", err, -1);
+    if (!err && !n_predict) {
+        n_predict = json::get_int(doc, "max_tokens", "max_tokens", err, -1);
+    }
+    if (n_predict && *n_predict >= 0) {
+        s.max_tokens = n_predict;
+    }
+    s.temperature = json::get_number(doc, "temperature", "temperature", err);
+    s.top_k = json::get_int(doc, "top_k", "top_k", err);
+    s.top_p = json::get_number(doc, "top_p", "top_p", err, 0.0, 1.0);
+    s.min_p = json::get_number(doc, "min_p", "min_p", err, 0.0, 1.0);
+    const std::optional<int64_t> seed = json::get_int(doc, "seed", "seed", err);
+    if (seed && *seed != -1) {  // -1 is llama.cpp's "random"
+        s.seed = seed;
+    }
+    s.repetition_penalty = json::get_number(doc, "repeat_penalty", "repeat_penalty", err);
+    s.presence_penalty = json::get_number(doc, "presence_penalty", "presence_penalty", err);
+    s.frequency_penalty = json::get_number(doc, "frequency_penalty", "frequency_penalty", err);
+    s.ignore_eos = json::get_bool(doc, "ignore_eos", "ignore_eos", err);
+    std::optional<int64_t> n_probs = json::get_int(doc, "n_probs", "n_probs", err, 0);
+    if (!err && !n_probs) {
+        n_probs = json::get_int(doc, "logprobs", "logprobs", err, 0);
+    }
+    if (n_probs && *n_probs > 0) {
+        req.top_logprobs = n_probs;
+    }
+    std::optional<int64_t> n = json::get_int(doc, "n_cmpl", "n_cmpl", err, 1, 1024);
+    if (!err && !n) {
+        n = json::get_int(doc, "n", "n", err, 1, 1024);
+    }
+    if (n) {
+        s.n = static_cast<int>(*n);
+    }
+    if (err) {
+        return err;
+    }
+    return read_stop(doc, s);
+}
+
+void write_prompt(json::Writer& w, const Prompt& p) {
+    if (!p.is_tokens) {
+        wire::string(w, p.text);
+        return;
+    }
+    w.StartArray();
+    for (const int64_t id : p.token_ids) {
+        w.Int64(id);
+    }
+    w.EndArray();
+}
+
+void write_number(json::Writer& w, std::string_view k, const std::optional<double>& v) {
+    if (v) {
+        wire::key(w, k);
+        w.Double(*v);
+    }
+}
+
+void write_int(json::Writer& w, std::string_view k, const std::optional<int64_t>& v) {
+    if (v) {
+        wire::key(w, k);
+        w.Int64(*v);
+    }
+}
+
+// What llama.cpp's /completion cannot do faithfully, with what would work instead.
+OptErr refuse(const GenerationRequest& req) {
+    if (req.kind == canonical::RequestKind::chat) {
+        return canonical::bad_request(
+            "chat requests cannot be sent to llama.cpp's /completion; route them to the "
+            "backend's /v1/chat/completions");
+    }
+    const canonical::SamplingParams& s = req.sampling;
+    if (s.n > 1) {
+        return canonical::bad_request(
+            "n > 1 is not supported towards a llama.cpp /completion backend (its support varies "
+            "by build); send n = 1 or one request per sample",
+            "n");
+    }
+    for (const canonical::SamplingParams& item : req.item_sampling) {
+        if (!(item == req.item_sampling.front())) {
+            return canonical::bad_request(
+                "llama.cpp applies one set of sampling parameters to a whole batch; send the "
+                "items with different sampling_params as separate requests",
+                "sampling_params");
+        }
+    }
+    if (req.echo) {
+        return canonical::bad_request(
+            "echo is not supported by a llama.cpp /completion backend; send echo = false",
+            "echo");
+    }
+    if (!s.stop_token_ids.empty()) {
+        return canonical::bad_request(
+            "stop_token_ids are not supported by a llama.cpp backend; use stop strings",
+            "stop_token_ids");
+    }
+    if (s.min_tokens && *s.min_tokens > 0) {
+        return canonical::bad_request(
+            "min_tokens is not supported by a llama.cpp backend; leave it out", "min_tokens");
+    }
+    if (s.keep_stop_str && *s.keep_stop_str) {
+        return canonical::bad_request(
+            "keeping the stop string in the output is not supported by a llama.cpp backend "
+            "(it always trims it)",
+            "no_stop_trim");
+    }
+    if (req.prompts.empty()) {
+        return canonical::bad_request("the request has no prompt", "prompt");
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+const Codec& codec() {
+    static const LlamacppCodec instance;
+    return instance;
+}
+
+Result<GenerationRequest> LlamacppCodec::decode_request(std::string_view body) const {
+    json::Document doc;
+    if (OptErr e = json::parse(body, doc)) {
+        return *e;
+    }
+    if (!doc.IsObject()) {
+        return canonical::bad_request("the request body must be a JSON object, got " +
+                                      std::string(json::type_name(doc)));
+    }
+    GenerationRequest req;
+    req.dialect = Dialect::llamacpp;
+    req.kind = canonical::RequestKind::completion;
+    if (OptErr e = read_prompt(doc, req)) {
+        return *e;
+    }
+    if (OptErr e = read_sampling(doc, req)) {
+        return *e;
+    }
+    OptErr err;
+    req.stream = json::get_bool(doc, "stream", "stream", err).value_or(false);
+    req.model = json::get_string(doc, "model", "model", err).value_or("");
+    if (err) {
+        return *err;
+    }
+    for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
+        const std::string_view k(it->name.GetString(), it->name.GetStringLength());
+        if (!is_known(k)) {
+            req.extras.push_back({std::string(k), json::to_string(it->value)});
+        }
+    }
+    return req;
+}
+
+std::string_view LlamacppCodec::upstream_path(const GenerationRequest& /*req*/) const {
+    // Chat never reaches this encoder (encode_request refuses it): the proxy sends chat to
+    // llama.cpp's /v1/chat/completions.
+    return "/completion";
+}
+
+Result<std::string> LlamacppCodec::encode_request(const GenerationRequest& req,
+                                                  const UpstreamOptions& options) const {
+    if (OptErr e = refuse(req)) {
+        return *e;
+    }
+    const canonical::SamplingParams& s =
+        req.item_sampling.empty() ? req.sampling : req.item_sampling.front();
+    std::string out;
+    json::StringOut os{&out};
+    json::Writer w(os);
+    w.StartObject();
+    wire::key(w, "prompt");
+    if (req.prompt_is_list || req.prompts.size() > 1) {
+        w.StartArray();
+        for (const Prompt& p : req.prompts) {
+            write_prompt(w, p);
+        }
+        w.EndArray();
+    } else {
+        write_prompt(w, req.prompts.front());
+    }
+    const std::string& model = options.model.empty() ? req.model : options.model;
+    if (!model.empty()) {
+        wire::key(w, "model");
+        wire::string(w, model);
+    }
+    // Always explicit: llama.cpp's default (-1) means "until EOS", which is not what a client of
+    // a dialect with a finite default expects.
+    wire::key(w, "n_predict");
+    w.Int64(s.max_tokens ? *s.max_tokens
+                         : canonical::default_max_tokens(req.dialect).value_or(-1));
+    write_number(w, "temperature", s.temperature);
+    write_int(w, "top_k", s.top_k);
+    write_number(w, "top_p", s.top_p);
+    write_number(w, "min_p", s.min_p);
+    write_int(w, "seed", s.seed);
+    write_number(w, "repeat_penalty", s.repetition_penalty);
+    write_number(w, "presence_penalty", s.presence_penalty);
+    write_number(w, "frequency_penalty", s.frequency_penalty);
+    if (s.ignore_eos) {
+        wire::key(w, "ignore_eos");
+        w.Bool(*s.ignore_eos);
+    }
+    if (!s.stop.empty()) {
+        // Always a list: the native route silently ignores a string (api-dialects §10.6).
+        wire::key(w, "stop");
+        w.StartArray();
+        for (const std::string& stop : s.stop) {
+            wire::string(w, stop);
+        }
+        w.EndArray();
+    }
+    if (req.top_logprobs && *req.top_logprobs > 0) {
+        write_int(w, "n_probs", req.top_logprobs);
+    }
+    wire::key(w, "stream");
+    w.Bool(options.stream);
+    if (req.dialect == Dialect::llamacpp) {
+        // Same family: keys we do not model (cache_prompt, grammar, mirostat, ...) mean the same.
+        for (const canonical::Extra& x : req.extras) {
+            wire::key(w, x.key);
+            json::write_raw(w, x.json);
+        }
+    }
+    w.EndObject();
+    return out;
+}
+
+}  // namespace infergate::translators::llamacpp
