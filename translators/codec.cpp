@@ -6,6 +6,8 @@
 #include "translators/ollama/codec.hpp"
 #include "translators/openai/codec.hpp"
 #include "translators/sglang/codec.hpp"
+#include "translators/tgi/codec.hpp"
+#include "translators/vllm_legacy/codec.hpp"
 
 namespace infergate::translators {
 
@@ -83,7 +85,8 @@ const Codec& codec_for(Dialect dialect) {
         case Dialect::ollama_chat: return ollama::chat_codec();
         case Dialect::llamacpp: return llamacpp::codec();
         case Dialect::anthropic: return anthropic::codec();
-        default: break;  // issue 4's dialects are wired in as their codecs land
+        case Dialect::tgi: return tgi::codec();
+        case Dialect::vllm_legacy: return vllm_legacy::codec();
     }
     return openai::completions_codec();
 }

@@ -38,6 +38,7 @@ struct StreamState {
     bool continuous_usage = false;   // OpenAI: client asked for usage on every chunk
     std::optional<int64_t> max_tokens;
     std::vector<std::string> request_ids;  // SGLang rids
+    std::string prompt;  // the prompt text, for dialects whose wire echoes it (vLLM legacy)
     // Stop strings the upstream trims. A cumulative decoder holds back a tail that may still
     // turn out to be the start of one, because text sent as a delta can never be taken back.
     std::vector<std::string> stop;

@@ -1,0 +1,149 @@
+#include "translators/tgi/codec.hpp"
+
+#include "translators/tgi/codec_impl.hpp"
+
+namespace infergate::translators::tgi {
+
+const Codec& codec() {
+    static const TgiCodec instance;
+    return instance;
+}
+
+void mark_route(GenerationRequest& req, std::string_view path) {
+    if (path == "/generate") {
+        req.stream = false;  // TGI ignores a stray "stream" key on this route
+    } else if (path == "/generate_stream") {
+        req.stream = true;
+    } else if (path == "/" && !uses_compat_route(req)) {
+        req.extras.push_back(canonical::Extra{std::string(kCompatRouteExtra), "true"});
+    }
+}
+
+bool uses_compat_route(const GenerationRequest& req) {
+    for (const canonical::Extra& e : req.extras) {
+        if (e.key == kCompatRouteExtra) {
+            return e.json == "true";
+        }
+    }
+    return false;
+}
+
+std::string_view TgiCodec::upstream_path(const GenerationRequest& req) const {
+    // The interface gives only the request here, so req.stream decides (UpstreamOptions::stream
+    // is not visible); the body also carries "stream", which TGI's /generate ignores.
+    return req.stream ? "/generate_stream" : "/generate";
+}
+
+void TgiCodec::encode_error(const Error& error, std::string& out) const {
+    // TGI's native error body (api-dialects §5.6): {"error": "...", "error_type": "..."}.
+    json::StringOut os{&out};
+    json::Writer w(os);
+    w.StartObject();
+    wire::key(w, "error");
+    wire::string(w, error.message);
+    wire::key(w, "error_type");
+    wire::string(w, wire::error_type(error));
+    w.EndObject();
+}
+
+Error TgiCodec::decode_error(int status, std::string_view body) const {
+    Error e = Codec::decode_error(status, body);
+    json::Document doc;
+    if (!json::parse(body, doc, "upstream error") && doc.IsObject()) {
+        if (const json::Value* t = json::find(doc, "error_type"); t != nullptr && t->IsString()) {
+            e.code = std::string(json::view(*t));  // kept so a TGI client sees the same kind
+        }
+    }
+    // TGI answers a failed generation with 424, which no client dialect knows (api-dialects
+    // §10.14), and 401 with an empty body.
+    if (status == 424) {
+        e.status = 500;
+        e.type = "upstream_error";
+    }
+    return e;
+}
+
+namespace wire {
+
+std::string_view finish_name(const canonical::FinishReason& f) {
+    switch (f.kind) {
+        case canonical::FinishKind::length: return "length";
+        case canonical::FinishKind::stop:
+            return f.matched_text ? "stop_sequence" : "eos_token";
+        default:
+            // TGI has no tool-call, filter or abort reasons; its clients only know these three,
+            // and the generation did end on the model's side.
+            return "eos_token";
+    }
+}
+
+bool read_finish(std::string_view name, canonical::FinishReason& out) {
+    out = {};
+    if (name == "length") {
+        out.kind = canonical::FinishKind::length;
+    } else if (name == "eos_token" || name == "stop_sequence") {
+        out.kind = canonical::FinishKind::stop;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+std::string_view error_type(const Error& e) {
+    if (!e.code.empty()) {
+        return e.code;
+    }
+    if (e.status == 400 || e.status == 422) {
+        return "validation";
+    }
+    if (e.status == 429 || e.status == 503) {
+        return "overloaded";
+    }
+    if (e.status == 424 || e.status >= 500) {
+        return "generation";
+    }
+    return e.type;
+}
+
+Error error_from(int status, std::string message, std::string_view type) {
+    Error e;
+    e.status = status;
+    e.message = std::move(message);
+    e.code = std::string(type);
+    if (status == 429) {
+        e.type = "rate_limit_error";
+    } else if (status >= 400 && status < 500) {
+        e.type = "invalid_request_error";
+    } else {
+        e.type = "upstream_error";
+    }
+    return e;
+}
+
+Error upstream_error(std::string message) {
+    Error e;
+    e.status = 502;
+    e.type = "upstream_error";
+    e.message = std::move(message);
+    return e;
+}
+
+std::optional<std::string> trim_stop(std::string& text, const std::vector<std::string>& stops) {
+    const std::string* best = nullptr;
+    for (const std::string& s : stops) {
+        if (!s.empty() && s.size() <= text.size() &&
+            text.compare(text.size() - s.size(), s.size(), s) == 0 &&
+            (best == nullptr || s.size() > best->size())) {
+            best = &s;
+        }
+    }
+    if (best == nullptr) {
+        return std::nullopt;
+    }
+    text.resize(text.size() - best->size());
+    return *best;
+}
+
+}  // namespace wire
+
+}  // namespace infergate::translators::tgi

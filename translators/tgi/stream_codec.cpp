@@ -1,0 +1,378 @@
+// TGI /generate_stream (api-dialects §5.5): SSE `data:{...}` (no space after the colon), one
+// event per generated token with a DELTA in token.text, the last one also carrying the whole
+// generated_text and (with parameters.details) the finish reason and counts; no terminator.
+
+#include <algorithm>
+
+#include "translators/tgi/codec_impl.hpp"
+
+namespace infergate::translators::tgi {
+
+namespace {
+
+using canonical::ChoiceState;
+using canonical::FinishKind;
+using canonical::FinishReason;
+
+// ---- client side -----------------------------------------------------------------------------
+
+void begin_data(std::string& out) { out.append("data:"); }  // axum writes no space (§5.5)
+void end_data(std::string& out) { out.append("\n\n"); }
+
+// One StreamResponse. The canonical model keeps no token ids or logprobs, so id is 0 and
+// logprob null (TGI's client types allow a null logprob). `final_finish` makes it the last
+// event: generated_text = the whole text, and details when the client asked for them.
+void write_event(const StreamState& s, const ChoiceState& c, int64_t index, std::string_view text,
+                 bool special, const FinishReason* final_finish, std::string& out) {
+    begin_data(out);
+    {
+        json::StringOut os{&out};
+        json::Writer w(os);
+        w.StartObject();
+        wire::key(w, "index");
+        w.Int64(index);
+        wire::key(w, "token");
+        w.StartObject();
+        wire::key(w, "id");
+        w.Int64(0);
+        wire::key(w, "text");
+        wire::string(w, text);
+        wire::key(w, "logprob");
+        w.Null();
+        wire::key(w, "special");
+        w.Bool(special);
+        w.EndObject();
+        wire::key(w, "top_tokens");
+        w.Null();
+        wire::key(w, "generated_text");
+        if (final_finish != nullptr) {
+            wire::string(w, c.text);
+        } else {
+            w.Null();
+        }
+        wire::key(w, "details");
+        if (final_finish != nullptr && s.include_usage) {
+            w.StartObject();
+            wire::key(w, "finish_reason");
+            wire::string(w, wire::finish_name(*final_finish));
+            wire::key(w, "generated_tokens");
+            w.Int64(c.completion_tokens);
+            wire::key(w, "seed");
+            w.Null();  // the stream state does not know the seed
+            const std::optional<int64_t> input =
+                c.prompt_tokens ? c.prompt_tokens : s.usage.prompt_tokens;
+            if (input) {
+                wire::key(w, "input_length");
+                w.Int64(*input);
+            }
+            w.EndObject();
+        } else {
+            w.Null();
+        }
+        w.EndObject();
+    }
+    end_data(out);
+}
+
+// The last event: the text not yet sent rides on it as its token; with nothing left it carries
+// an empty special token, as TGI's own last event carries the (special, skipped) EOS token.
+void write_final(const StreamState& s, ChoiceState& c, const FinishReason& finish,
+                 std::string& out) {
+    const std::string_view tail = std::string_view(c.text).substr(std::min(c.sent, c.text.size()));
+    const int64_t index = tail.empty() ? c.completion_tokens + 1 : c.completion_tokens;
+    write_event(s, c, index, tail, tail.empty(), &finish, out);
+    c.sent = c.text.size();
+    c.finished = true;
+    c.held_finish.reset();
+}
+
+void flush_held(StreamState& s, std::string& out) {
+    for (ChoiceState& c : s.choices) {
+        if (c.held_finish && !c.finished) {
+            const FinishReason f = *c.held_finish;
+            write_final(s, c, f, out);
+        }
+        c.held_finish.reset();
+    }
+}
+
+void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
+    if (event.index != 0) {
+        return;  // TGI has one sequence per request; the exchange never asks for more
+    }
+    ChoiceState& c = s.choice(0);
+    if (c.finished) {
+        return;
+    }
+    c.text.append(event.text);
+    if (event.usage.completion_tokens) {
+        c.completion_tokens = *event.usage.completion_tokens;
+        c.tokens_exact = true;
+    } else if (!event.text.empty()) {
+        ++c.completion_tokens;  // a delta upstream without counts: one chunk ~ one token
+        c.tokens_exact = false;
+    }
+    if (event.usage.prompt_tokens) {
+        c.prompt_tokens = event.usage.prompt_tokens;
+    }
+    if (!event.text.empty()) {
+        s.content_seen = true;
+    }
+    if (event.finish && event.finish->kind != FinishKind::none) {
+        if (s.include_usage && !c.tokens_exact) {
+            // The client reads generated_tokens from the last event: hold it (with its text)
+            // until the upstream's usage report or the end of the stream.
+            c.held_finish = *event.finish;
+            return;
+        }
+        write_final(s, c, *event.finish, out);
+        return;
+    }
+    if (c.text.size() > c.sent) {
+        // When the running count jumped by k, the delta is k tokens' text, which cannot be split
+        // back into tokens faithfully: it goes out as one token event.
+        write_event(s, c, c.completion_tokens, std::string_view(c.text).substr(c.sent), false,
+                    nullptr, out);
+        c.sent = c.text.size();
+    }
+}
+
+void encode_usage(const StreamEvent& event, StreamState& s, std::string& out) {
+    s.usage = event.usage;
+    s.usage_final = true;
+    ChoiceState& c = s.choice(0);
+    if (event.usage.completion_tokens) {
+        c.completion_tokens = *event.usage.completion_tokens;
+        c.tokens_exact = true;
+    }
+    if (event.usage.prompt_tokens) {
+        c.prompt_tokens = event.usage.prompt_tokens;
+    }
+    flush_held(s, out);
+}
+
+// ---- upstream side ---------------------------------------------------------------------------
+
+StreamEvent error_event(Error error) {
+    StreamEvent ev;
+    ev.type = StreamEvent::Type::error;
+    ev.error = std::move(error);
+    return ev;
+}
+
+Error malformed(const std::string& what) {
+    return wire::upstream_error("the TGI backend sent malformed stream data: " + what);
+}
+
+// HTTP status TGI uses for each error_type (§5.6); in-band errors arrive under a 200.
+int status_for(std::string_view type) {
+    if (type == "validation" || type == "template_error" ||
+        type == "missing_template_variable" || type == "tool_error") {
+        return 422;
+    }
+    if (type == "overloaded") {
+        return 429;
+    }
+    if (type == "generation" || type == "incomplete_generation" ||
+        type == "incomplete_generation_stream" || type == "stream_serialization_error") {
+        return 500;
+    }
+    return 502;
+}
+
+// Length of the longest tail of `text` that is a prefix of (or equal to) one of `stops`: text
+// that may still become a stop string TGI will have streamed before it says so.
+size_t stop_prefix_tail(std::string_view text, const std::vector<std::string>& stops) {
+    size_t longest = 0;
+    for (const std::string& s : stops) {
+        for (size_t k = std::min(s.size(), text.size()); k > longest; --k) {
+            if (text.compare(text.size() - k, k, s, 0, k) == 0) {
+                longest = k;
+                break;
+            }
+        }
+    }
+    return longest;
+}
+
+std::optional<Error> read_final(const json::Value& doc, const json::Value& generated,
+                                StreamState& state, StreamEvent& ev) {
+    ChoiceState& c = state.choice(0);
+    std::string full(json::view(generated));
+    FinishReason finish;
+    finish.kind = FinishKind::stop;  // no details: TGI ended on its own, the likeliest reason
+    const json::Value* d = json::find(doc, "details");
+    if (d != nullptr && !d->IsNull()) {
+        if (!d->IsObject()) {
+            return malformed("'details' is " + std::string(json::type_name(*d)));
+        }
+        const json::Value* f = json::find(*d, "finish_reason");
+        if (f == nullptr || !f->IsString() || !wire::read_finish(json::view(*f), finish)) {
+            return malformed("details.finish_reason is " +
+                             (f == nullptr ? std::string("missing") : json::to_string(*f)));
+        }
+        if (json::view(*f) == "stop_sequence") {
+            // TGI streamed the stop string and keeps it in generated_text (§10.6): trim it.
+            finish.matched_text = wire::trim_stop(full, state.stop);
+        }
+        for (const auto& [key, target] :
+             {std::pair{"generated_tokens", &ev.usage.completion_tokens},
+              std::pair{"input_length", &ev.usage.prompt_tokens}}) {
+            if (const json::Value* n = json::find(*d, key); n != nullptr && !n->IsNull()) {
+                if (!n->IsInt64() || n->GetInt64() < 0) {
+                    return malformed(std::string("details.") + key + " is " + json::to_string(*n));
+                }
+                *target = n->GetInt64();
+            }
+        }
+    }
+    if (!ev.usage.completion_tokens) {
+        ev.usage.completion_tokens = c.completion_tokens;
+    }
+    // Prefer the final full text (§10.2); what already went out cannot be taken back, so only
+    // a continuation of it is sent.
+    if (full.size() >= c.sent && full.compare(0, c.sent, c.text, 0, c.sent) == 0) {
+        ev.text = full.substr(c.sent);
+    }
+    c.text = std::move(full);
+    c.sent = c.text.size();
+    c.completion_tokens = *ev.usage.completion_tokens;
+    c.tokens_exact = true;
+    c.prompt_tokens = ev.usage.prompt_tokens;
+    c.finished = true;
+    ev.finish = std::move(finish);
+    return std::nullopt;
+}
+
+}  // namespace
+
+// ---- client side -----------------------------------------------------------------------------
+
+void TgiCodec::encode_stream_event(const StreamEvent& event, StreamState& state,
+                                   std::string& out) const {
+    if (state.ended) {
+        return;
+    }
+    switch (event.type) {
+        case StreamEvent::Type::chunk:
+            if (event.finish && event.finish->kind == FinishKind::abort) {
+                // TGI has no abort reason: its streams end such a generation with an error.
+                StreamEvent text_only = event;
+                text_only.finish.reset();
+                encode_chunk(text_only, state, out);
+                Error e = wire::error_from(500, event.finish->message.empty()
+                                                    ? "the generation was aborted"
+                                                    : event.finish->message,
+                                           "generation");
+                encode_stream_error(e, state, out);
+                return;
+            }
+            encode_chunk(event, state, out);
+            break;
+        case StreamEvent::Type::usage: encode_usage(event, state, out); break;
+        case StreamEvent::Type::done: flush_held(state, out); break;  // no usage will follow
+        case StreamEvent::Type::error: encode_stream_error(event.error, state, out); break;
+    }
+}
+
+void TgiCodec::encode_stream_end(StreamState& state, std::string& out) const {
+    if (state.ended) {
+        return;
+    }
+    flush_held(state, out);  // TGI has no terminator: the connection just closes
+    state.ended = true;
+}
+
+void TgiCodec::encode_stream_error(const Error& error, StreamState& state,
+                                   std::string& out) const {
+    if (state.ended) {
+        return;
+    }
+    flush_held(state, out);
+    begin_data(out);
+    encode_error(error, out);
+    end_data(out);
+    state.ended = true;
+}
+
+// ---- upstream side ---------------------------------------------------------------------------
+
+void TgiCodec::decode_stream_event(std::string_view data, StreamState& state,
+                                   std::vector<StreamEvent>& out) const {
+    while (!data.empty() && (data.back() == ' ' || data.back() == '\r' || data.back() == '\n')) {
+        data.remove_suffix(1);
+    }
+    if (data.empty()) {
+        return;
+    }
+    json::Document doc;
+    if (auto err = json::parse(data, doc, "the stream event")) {
+        out.push_back(error_event(malformed(err->message)));
+        return;
+    }
+    if (!doc.IsObject()) {
+        const std::string type(json::type_name(doc));
+        out.push_back(error_event(malformed("an event that is " + type + ", not an object")));
+        return;
+    }
+    if (const json::Value* e = json::find(doc, "error"); e != nullptr && !e->IsNull()) {
+        const json::Value* t = json::find(doc, "error_type");
+        const std::string_view type = t != nullptr && t->IsString() ? json::view(*t) : "";
+        std::string message = e->IsString() ? std::string(json::view(*e)) : json::to_string(*e);
+        out.push_back(error_event(wire::error_from(status_for(type), std::move(message), type)));
+        return;
+    }
+    ChoiceState& c = state.choice(0);
+    if (c.finished) {
+        return;  // nothing follows TGI's final event; ignore anything that does
+    }
+    const json::Value* token = json::find(doc, "token");
+    const json::Value* generated = json::find(doc, "generated_text");
+    const bool final = generated != nullptr && !generated->IsNull();
+    if (final && !generated->IsString()) {
+        out.push_back(error_event(malformed("'generated_text' is " + json::to_string(*generated))));
+        return;
+    }
+    if (token != nullptr && !token->IsNull()) {
+        const json::Value* text = json::find(*token, "text");
+        if (!token->IsObject() || text == nullptr || !text->IsString()) {
+            out.push_back(error_event(malformed("a 'token' without a 'text' string")));
+            return;
+        }
+        const json::Value* special = json::find(*token, "special");
+        // Special tokens (EOS) are not part of the text (§5.5, §10.13).
+        if (special == nullptr || !special->IsBool() || !special->GetBool()) {
+            c.text.append(json::view(*text));
+            ++c.completion_tokens;
+        }
+    } else if (!final) {
+        out.push_back(error_event(malformed("an event with neither 'token' nor 'generated_text'")));
+        return;
+    }
+
+    StreamEvent ev;
+    ev.type = StreamEvent::Type::chunk;
+    if (final) {
+        if (auto err = read_final(doc, *generated, state, ev)) {
+            out.push_back(error_event(std::move(*err)));
+            return;
+        }
+        out.push_back(std::move(ev));
+        StreamEvent done;
+        done.type = StreamEvent::Type::done;  // TGI has no terminator: the final event is it
+        out.push_back(std::move(done));
+        return;
+    }
+    // Hold back a tail that may be the start of a stop string (its first byte starts a code
+    // point, so the cut never splits one).
+    const size_t limit = c.text.size() - stop_prefix_tail(c.text, state.stop);
+    if (limit <= c.sent) {
+        return;
+    }
+    ev.text.assign(c.text, c.sent, limit - c.sent);
+    c.sent = limit;
+    ev.usage.completion_tokens = c.completion_tokens;
+    out.push_back(std::move(ev));
+}
+
+}  // namespace infergate::translators::tgi
