@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include <rapidjson/document.h>
 #include <rapidjson/writer.h>
@@ -39,6 +40,34 @@ using Writer = rapidjson::Writer<StringOut>;
 // Compact serialization of a value, appended to `out`.
 void append(const Value& v, std::string& out);
 std::string to_string(const Value& v);
+
+// Small writer helpers shared by every encoder; templates because some codecs use a writer
+// with an in-place stack (rapidjson::Writer<StringOut, ..., StackAllocator>).
+template <class W>
+void key(W& w, std::string_view k) {
+    w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
+}
+template <class W>
+void string(W& w, std::string_view s) {
+    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+// Writes "k": v only when the optional holds a value (the client said something).
+template <class W, class T>
+void write_optional(W& w, std::string_view k, const std::optional<T>& v) {
+    if (!v) {
+        return;
+    }
+    key(w, k);
+    if constexpr (std::is_same_v<T, double>) {
+        w.Double(*v);
+    } else if constexpr (std::is_same_v<T, bool>) {
+        w.Bool(*v);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        string(w, *v);
+    } else {
+        w.Int64(static_cast<int64_t>(*v));
+    }
+}
 
 // Writes a raw, already-serialized JSON value (used for pass-through extras).
 void write_raw(Writer& w, std::string_view json);

@@ -31,19 +31,6 @@ bool generate_shaped(const GenerationRequest& req) {
            (m.size() == 2 && m[0].role == "system" && m[1].role == "user");
 }
 
-template <class T>
-void write_opt(json::Writer& w, std::string_view key, const std::optional<T>& v) {
-    if (!v) {
-        return;
-    }
-    write_key(w, key);
-    if constexpr (std::is_same_v<T, double>) {
-        w.Double(*v);
-    } else {
-        w.Int64(*v);
-    }
-}
-
 std::optional<canonical::Error> check(const GenerationRequest& req, const SamplingParams& s) {
     if (s.n > 1) {
         return bad_request(
@@ -117,15 +104,15 @@ void write_options(json::Writer& w, const GenerationRequest& req, const Sampling
     if (!max_tokens) {
         max_tokens = canonical::default_max_tokens(req.dialect);
     }
-    write_opt(w, "num_predict", max_tokens);
-    write_opt(w, "temperature", s.temperature);
-    write_opt(w, "top_k", s.top_k);
-    write_opt(w, "top_p", s.top_p);
-    write_opt(w, "min_p", s.min_p);
-    write_opt(w, "seed", s.seed);
-    write_opt(w, "repeat_penalty", s.repetition_penalty);
-    write_opt(w, "presence_penalty", s.presence_penalty);
-    write_opt(w, "frequency_penalty", s.frequency_penalty);
+    json::write_optional(w, "num_predict", max_tokens);
+    json::write_optional(w, "temperature", s.temperature);
+    json::write_optional(w, "top_k", s.top_k);
+    json::write_optional(w, "top_p", s.top_p);
+    json::write_optional(w, "min_p", s.min_p);
+    json::write_optional(w, "seed", s.seed);
+    json::write_optional(w, "repeat_penalty", s.repetition_penalty);
+    json::write_optional(w, "presence_penalty", s.presence_penalty);
+    json::write_optional(w, "frequency_penalty", s.frequency_penalty);
     if (!s.stop.empty()) {
         write_key(w, "stop");
         w.StartArray();

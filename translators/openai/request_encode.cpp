@@ -77,20 +77,6 @@ void write_messages(json::Writer& w, const GenerationRequest& req) {
     w.EndArray();
 }
 
-template <class T>
-void write_opt(json::Writer& w, std::string_view key, const std::optional<T>& v) {
-    if (!v) {
-        return;
-    }
-    write_key(w, key);
-    if constexpr (std::is_same_v<T, double>) {
-        w.Double(*v);
-    } else if constexpr (std::is_same_v<T, bool>) {
-        w.Bool(*v);
-    } else {
-        w.Int64(*v);
-    }
-}
 
 void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRequest& req,
                     const UpstreamOptions& options, Api api) {
@@ -102,8 +88,8 @@ void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRe
         write_key(w, legacy_name ? "max_tokens" : "max_completion_tokens");
         w.Int64(*max_tokens);
     }
-    write_opt(w, "temperature", s.temperature);
-    write_opt(w, "top_p", s.top_p);
+    json::write_optional(w, "temperature", s.temperature);
+    json::write_optional(w, "top_p", s.top_p);
     if (s.n != 1) {
         write_key(w, "n");
         w.Int(s.n);
@@ -116,9 +102,9 @@ void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRe
         }
         w.EndArray();
     }
-    write_opt(w, "seed", s.seed);
-    write_opt(w, "presence_penalty", s.presence_penalty);
-    write_opt(w, "frequency_penalty", s.frequency_penalty);
+    json::write_optional(w, "seed", s.seed);
+    json::write_optional(w, "presence_penalty", s.presence_penalty);
+    json::write_optional(w, "frequency_penalty", s.frequency_penalty);
     if (api == Api::completions && req.echo) {
         write_key(w, "echo");
         w.Bool(true);
@@ -130,20 +116,20 @@ void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRe
         } else {
             write_key(w, "logprobs");
             w.Bool(true);
-            write_opt(w, "top_logprobs", req.top_logprobs);
+            json::write_optional(w, "top_logprobs", req.top_logprobs);
         }
     }
-    write_opt(w, "top_k", s.top_k);
-    write_opt(w, "min_p", s.min_p);
-    write_opt(w, "repetition_penalty", s.repetition_penalty);
-    write_opt(w, "ignore_eos", s.ignore_eos);
-    write_opt(w, "min_tokens", s.min_tokens);
+    json::write_optional(w, "top_k", s.top_k);
+    json::write_optional(w, "min_p", s.min_p);
+    json::write_optional(w, "repetition_penalty", s.repetition_penalty);
+    json::write_optional(w, "ignore_eos", s.ignore_eos);
+    json::write_optional(w, "min_tokens", s.min_tokens);
     if (!s.stop_token_ids.empty()) {
         write_key(w, "stop_token_ids");
         write_token_ids(w, s.stop_token_ids);
     }
-    write_opt(w, "skip_special_tokens", s.skip_special_tokens);
-    write_opt(w, "include_stop_str_in_output", s.keep_stop_str);
+    json::write_optional(w, "skip_special_tokens", s.skip_special_tokens);
+    json::write_optional(w, "include_stop_str_in_output", s.keep_stop_str);
 }
 
 }  // namespace

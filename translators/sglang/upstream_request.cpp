@@ -24,48 +24,27 @@ std::optional<int64_t> client_default_max_tokens(canonical::Dialect d) {
     return canonical::default_max_tokens(d);
 }
 
-void number_field(wire::Writer& w, std::string_view key, const std::optional<double>& v) {
-    if (v) {
-        wire::key(w, key);
-        w.Double(*v);
-    }
-}
-
-void int_field(wire::Writer& w, std::string_view key, const std::optional<int64_t>& v) {
-    if (v) {
-        wire::key(w, key);
-        w.Int64(*v);
-    }
-}
-
-void bool_field(wire::Writer& w, std::string_view key, const std::optional<bool>& v) {
-    if (v) {
-        wire::key(w, key);
-        w.Bool(*v);
-    }
-}
-
 // Writes only keys SGLang's SamplingParams accepts: anything else fails the request there.
 void write_sampling(wire::Writer& w, const SamplingParams& sp, const GenerationRequest& req) {
     w.StartObject();
-    int_field(w, "max_new_tokens",
+    json::write_optional(w, "max_new_tokens",
               sp.max_tokens ? sp.max_tokens : client_default_max_tokens(req.dialect));
-    int_field(w, "min_new_tokens", sp.min_tokens);
-    number_field(w, "temperature", sp.temperature);
-    number_field(w, "top_p", sp.top_p);
+    json::write_optional(w, "min_new_tokens", sp.min_tokens);
+    json::write_optional(w, "temperature", sp.temperature);
+    json::write_optional(w, "top_p", sp.top_p);
     if (sp.top_k) {
         // vLLM-style clients disable top-k with 0, which SGLang rejects; -1 means the same there.
         wire::key(w, "top_k");
         w.Int64(*sp.top_k == 0 ? -1 : *sp.top_k);
     }
-    number_field(w, "min_p", sp.min_p);
-    number_field(w, "frequency_penalty", sp.frequency_penalty);
-    number_field(w, "presence_penalty", sp.presence_penalty);
-    number_field(w, "repetition_penalty", sp.repetition_penalty);
-    int_field(w, "sampling_seed", sp.seed);
-    bool_field(w, "ignore_eos", sp.ignore_eos);
-    bool_field(w, "skip_special_tokens", sp.skip_special_tokens);
-    bool_field(w, "no_stop_trim", sp.keep_stop_str);
+    json::write_optional(w, "min_p", sp.min_p);
+    json::write_optional(w, "frequency_penalty", sp.frequency_penalty);
+    json::write_optional(w, "presence_penalty", sp.presence_penalty);
+    json::write_optional(w, "repetition_penalty", sp.repetition_penalty);
+    json::write_optional(w, "sampling_seed", sp.seed);
+    json::write_optional(w, "ignore_eos", sp.ignore_eos);
+    json::write_optional(w, "skip_special_tokens", sp.skip_special_tokens);
+    json::write_optional(w, "no_stop_trim", sp.keep_stop_str);
     if (!sp.stop.empty()) {
         wire::key(w, "stop");
         w.StartArray();
@@ -195,8 +174,8 @@ Result<std::string> SglangCodec::encode_request(const GenerationRequest& req,
             w->EndArray();
         }
     }
-    bool_field(*w, "return_logprob", req.return_logprob);
-    int_field(*w, "top_logprobs_num", req.top_logprobs);
+    json::write_optional(*w, "return_logprob", req.return_logprob);
+    json::write_optional(*w, "top_logprobs_num", req.top_logprobs);
     if (req.dialect == Dialect::sglang) {
         // Only an SGLang client's unknown keys mean anything to an SGLang server.
         for (const Extra& e : req.extras) {

@@ -177,25 +177,6 @@ std::string_view VllmLegacyCodec::upstream_path(const GenerationRequest& /*req*/
 
 namespace {
 
-void number_field(json::Writer& w, std::string_view k, const std::optional<double>& v) {
-    if (v) {
-        wire::key(w, k);
-        w.Double(*v);
-    }
-}
-void int_field(json::Writer& w, std::string_view k, const std::optional<int64_t>& v) {
-    if (v) {
-        wire::key(w, k);
-        w.Int64(*v);
-    }
-}
-void bool_field(json::Writer& w, std::string_view k, const std::optional<bool>& v) {
-    if (v) {
-        wire::key(w, k);
-        w.Bool(*v);
-    }
-}
-
 std::optional<Error> refuse(const GenerationRequest& req) {
     if (req.kind == RequestKind::chat) {
         return canonical::bad_request(
@@ -262,18 +243,18 @@ Result<std::string> VllmLegacyCodec::encode_request(const GenerationRequest& req
     } else {
         w.Null();
     }
-    number_field(w, "temperature", sp.temperature);
-    number_field(w, "top_p", sp.top_p);
-    int_field(w, "top_k", sp.top_k);
-    number_field(w, "min_p", sp.min_p);
-    int_field(w, "seed", sp.seed);
-    number_field(w, "presence_penalty", sp.presence_penalty);
-    number_field(w, "frequency_penalty", sp.frequency_penalty);
-    number_field(w, "repetition_penalty", sp.repetition_penalty);
-    int_field(w, "min_tokens", sp.min_tokens);
-    bool_field(w, "ignore_eos", sp.ignore_eos);
-    bool_field(w, "skip_special_tokens", sp.skip_special_tokens);
-    bool_field(w, "include_stop_str_in_output", sp.keep_stop_str);
+    json::write_optional(w, "temperature", sp.temperature);
+    json::write_optional(w, "top_p", sp.top_p);
+    json::write_optional(w, "top_k", sp.top_k);
+    json::write_optional(w, "min_p", sp.min_p);
+    json::write_optional(w, "seed", sp.seed);
+    json::write_optional(w, "presence_penalty", sp.presence_penalty);
+    json::write_optional(w, "frequency_penalty", sp.frequency_penalty);
+    json::write_optional(w, "repetition_penalty", sp.repetition_penalty);
+    json::write_optional(w, "min_tokens", sp.min_tokens);
+    json::write_optional(w, "ignore_eos", sp.ignore_eos);
+    json::write_optional(w, "skip_special_tokens", sp.skip_special_tokens);
+    json::write_optional(w, "include_stop_str_in_output", sp.keep_stop_str);
     if (!sp.stop.empty()) {
         wire::key(w, "stop");
         w.StartArray();
