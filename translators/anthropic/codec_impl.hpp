@@ -38,12 +38,8 @@ public:
 
 namespace wire {
 
-inline void key(json::Writer& w, std::string_view k) {
-    w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
-}
-inline void string(json::Writer& w, std::string_view s) {
-    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
+using json::key;     // shared writer helpers (translators/canonical/json.hpp)
+using json::string;
 
 // Anthropic message ids start with "msg_"; the exchange's ids get the prefix when they lack it.
 std::string message_id(std::string_view id);

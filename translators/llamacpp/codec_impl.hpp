@@ -39,12 +39,8 @@ public:
 
 namespace wire {
 
-inline void key(json::Writer& w, std::string_view k) {
-    w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
-}
-inline void string(json::Writer& w, std::string_view s) {
-    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
+using json::key;     // shared writer helpers (translators/canonical/json.hpp)
+using json::string;
 
 // llama.cpp's stop_type / stopping_word pair for a canonical finish (api-dialects §10.3).
 struct StopInfo {

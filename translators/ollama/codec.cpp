@@ -163,25 +163,25 @@ canonical::Error upstream_error(std::string message) {
 }
 
 void write_head(json::Writer& w, std::string_view model, int64_t created_s, const Timing& timing) {
-    write_key(w, "model");
-    write_string(w, model);
-    write_key(w, "created_at");
-    write_string(w, format_created_at(timing.created_unix_ns.value_or(created_s * 1'000'000'000)));
+    json::key(w, "model");
+    json::string(w, model);
+    json::key(w, "created_at");
+    json::string(w, format_created_at(timing.created_unix_ns.value_or(created_s * 1'000'000'000)));
 }
 
 void write_tail(json::Writer& w, canonical::FinishKind finish, const canonical::Usage& usage,
                 const Timing& timing) {
-    write_key(w, "done");
+    json::key(w, "done");
     w.Bool(true);
     if (const std::string_view reason = done_reason_name(finish); !reason.empty()) {
-        write_key(w, "done_reason");
-        write_string(w, reason);
+        json::key(w, "done_reason");
+        json::string(w, reason);
     }
     // Ollama's own order; every metric is omitempty there, so unknown ones are simply absent
     // (never a guessed 0).
     auto opt = [&w](std::string_view key, const std::optional<int64_t>& v) {
         if (v) {
-            write_key(w, key);
+            json::key(w, key);
             w.Int64(*v);
         }
     };

@@ -12,13 +12,6 @@ namespace infergate::translators::ollama {
 
 enum class Api { generate, chat };
 
-inline void write_key(json::Writer& w, std::string_view key) {
-    w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
-}
-inline void write_string(json::Writer& w, std::string_view s) {
-    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
-
 // "stop" or "length" (Ollama has no other generation finish); empty for FinishKind::none.
 std::string_view done_reason_name(canonical::FinishKind kind);
 

@@ -96,7 +96,7 @@ const SamplingParams* shared_sampling(const GenerationRequest& req) {
 }
 
 void write_options(json::Writer& w, const GenerationRequest& req, const SamplingParams& s) {
-    write_key(w, "options");
+    json::key(w, "options");
     w.StartObject();
     // Ollama's default is "until EOS" (-1); a client whose own server stops at 16 or 128
     // tokens must get that budget here.
@@ -114,16 +114,16 @@ void write_options(json::Writer& w, const GenerationRequest& req, const Sampling
     json::write_optional(w, "presence_penalty", s.presence_penalty);
     json::write_optional(w, "frequency_penalty", s.frequency_penalty);
     if (!s.stop.empty()) {
-        write_key(w, "stop");
+        json::key(w, "stop");
         w.StartArray();
         for (const std::string& stop : s.stop) {
-            write_string(w, stop);
+            json::string(w, stop);
         }
         w.EndArray();
     }
     if (is_ollama(req.dialect)) {
         for (const canonical::Extra& extra : req.sampling_extras) {
-            write_key(w, extra.key);
+            json::key(w, extra.key);
             json::write_raw(w, extra.json);
         }
     }
@@ -153,42 +153,42 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     json::StringOut os{&body};
     json::Writer w(os);
     w.StartObject();
-    write_key(w, "model");
-    write_string(w, options.model.empty() ? req.model : options.model);
+    json::key(w, "model");
+    json::string(w, options.model.empty() ? req.model : options.model);
     if (req.kind == RequestKind::completion) {
-        write_key(w, "prompt");
-        write_string(w, req.prompts.front().text);
+        json::key(w, "prompt");
+        json::string(w, req.prompts.front().text);
         // Without raw Ollama would wrap the prompt in the model's chat template.
-        write_key(w, "raw");
+        json::key(w, "raw");
         w.Bool(true);
     } else if (generate_shaped(req)) {
         if (req.messages.size() == 2) {
-            write_key(w, "system");
-            write_string(w, req.messages.front().content);
+            json::key(w, "system");
+            json::string(w, req.messages.front().content);
         }
-        write_key(w, "prompt");
-        write_string(w, req.messages.back().content);
+        json::key(w, "prompt");
+        json::string(w, req.messages.back().content);
     } else {
-        write_key(w, "messages");
+        json::key(w, "messages");
         w.StartArray();
         for (const ChatMessage& m : req.messages) {
             w.StartObject();
-            write_key(w, "role");
+            json::key(w, "role");
             // Ollama knows system/user/assistant/tool; OpenAI's developer role is its system.
-            write_string(w, m.role == "developer" ? std::string_view("system") : m.role);
-            write_key(w, "content");
-            write_string(w, m.content);
+            json::string(w, m.role == "developer" ? std::string_view("system") : m.role);
+            json::key(w, "content");
+            json::string(w, m.content);
             w.EndObject();
         }
         w.EndArray();
     }
     // Always explicit: Ollama streams when "stream" is absent.
-    write_key(w, "stream");
+    json::key(w, "stream");
     w.Bool(options.stream);
     write_options(w, req, *sampling);
     if (is_ollama(req.dialect)) {
         for (const canonical::Extra& extra : req.extras) {
-            write_key(w, extra.key);
+            json::key(w, extra.key);
             json::write_raw(w, extra.json);
         }
     }

@@ -51,16 +51,16 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
     write_head(w, req.model.empty() ? std::string_view(result.model) : req.model, result.created,
                timing);
     if (api == Api::chat) {
-        write_key(w, "message");
+        json::key(w, "message");
         w.StartObject();
-        write_key(w, "role");
-        write_string(w, "assistant");
-        write_key(w, "content");
-        write_string(w, text);
+        json::key(w, "role");
+        json::string(w, "assistant");
+        json::key(w, "content");
+        json::string(w, text);
         w.EndObject();
     } else {
-        write_key(w, "response");
-        write_string(w, text);
+        json::key(w, "response");
+        json::string(w, text);
     }
     write_tail(w, choice != nullptr ? choice->finish.kind : FinishKind::none, usage, timing);
     w.EndObject();
@@ -70,8 +70,8 @@ void encode_error(const Error& error, std::string& out) {
     json::StringOut os{&out};
     json::Writer w(os);
     w.StartObject();
-    write_key(w, "error");
-    write_string(w, error.message);
+    json::key(w, "error");
+    json::string(w, error.message);
     w.EndObject();
 }
 

@@ -29,16 +29,16 @@ public:
         w_.StartObject();
         write_head(w_, state_.model, state_.created, timing_);
         if (api_ == Api::chat) {
-            write_key(w_, "message");
+            json::key(w_, "message");
             w_.StartObject();
-            write_key(w_, "role");
-            write_string(w_, "assistant");
-            write_key(w_, "content");
-            write_string(w_, text);
+            json::key(w_, "role");
+            json::string(w_, "assistant");
+            json::key(w_, "content");
+            json::string(w_, text);
             w_.EndObject();
         } else {
-            write_key(w_, "response");
-            write_string(w_, text);
+            json::key(w_, "response");
+            json::string(w_, text);
         }
         return w_;
     }
@@ -94,7 +94,7 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
         static const Timing kNoTiming;
         LineWriter line(out, state, kNoTiming, api);
         json::Writer& w = line.begin(event.text);
-        write_key(w, "done");
+        json::key(w, "done");
         w.Bool(false);
         line.end();
         state.content_seen = true;

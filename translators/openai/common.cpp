@@ -114,21 +114,21 @@ bool usage_known(const canonical::Usage& usage) {
 void write_usage(json::Writer& w, const canonical::Usage& usage) {
     w.StartObject();
     if (usage.prompt_tokens) {
-        write_key(w, "prompt_tokens");
+        json::key(w, "prompt_tokens");
         w.Int64(*usage.prompt_tokens);
     }
     if (usage.completion_tokens) {
-        write_key(w, "completion_tokens");
+        json::key(w, "completion_tokens");
         w.Int64(*usage.completion_tokens);
     }
     if (usage.prompt_tokens && usage.completion_tokens) {
-        write_key(w, "total_tokens");
+        json::key(w, "total_tokens");
         w.Int64(*usage.prompt_tokens + *usage.completion_tokens);
     }
     if (usage.cached_tokens) {
-        write_key(w, "prompt_tokens_details");
+        json::key(w, "prompt_tokens_details");
         w.StartObject();
-        write_key(w, "cached_tokens");
+        json::key(w, "cached_tokens");
         w.Int64(*usage.cached_tokens);
         w.EndObject();
     }
@@ -137,21 +137,21 @@ void write_usage(json::Writer& w, const canonical::Usage& usage) {
 
 void write_error_object(json::Writer& w, const canonical::Error& error) {
     w.StartObject();
-    write_key(w, "message");
-    write_string(w, error.message);
-    write_key(w, "type");
-    write_string(w, error.type);
-    write_key(w, "param");
+    json::key(w, "message");
+    json::string(w, error.message);
+    json::key(w, "type");
+    json::string(w, error.type);
+    json::key(w, "param");
     if (error.param.empty()) {
         w.Null();
     } else {
-        write_string(w, error.param);
+        json::string(w, error.param);
     }
-    write_key(w, "code");
+    json::key(w, "code");
     if (error.code.empty()) {
         w.Null();
     } else {
-        write_string(w, error.code);
+        json::string(w, error.code);
     }
     w.EndObject();
 }

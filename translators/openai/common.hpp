@@ -64,12 +64,4 @@ const canonical::SamplingParams* shared_sampling(const canonical::GenerationRequ
 std::optional<int64_t> effective_max_tokens(const canonical::SamplingParams& sampling,
                                             canonical::Dialect client_dialect);
 
-inline void write_key(json::Writer& w, std::string_view key) {
-    w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
-}
-
-inline void write_string(json::Writer& w, std::string_view s) {
-    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
-
 }  // namespace infergate::translators::openai

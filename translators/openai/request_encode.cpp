@@ -37,13 +37,13 @@ std::optional<canonical::Error> write_prompt(json::Writer& w, const GenerationRe
                 "prompt");
         }
     }
-    write_key(w, "prompt");
+    json::key(w, "prompt");
     const bool list = req.prompt_is_list || req.prompts.size() > 1;
     if (!list) {
         if (tokens) {
             write_token_ids(w, req.prompts.front().token_ids);
         } else {
-            write_string(w, req.prompts.front().text);
+            json::string(w, req.prompts.front().text);
         }
         return std::nullopt;
     }
@@ -52,7 +52,7 @@ std::optional<canonical::Error> write_prompt(json::Writer& w, const GenerationRe
         if (tokens) {
             write_token_ids(w, p.token_ids);
         } else {
-            write_string(w, p.text);
+            json::string(w, p.text);
         }
     }
     w.EndArray();
@@ -60,17 +60,17 @@ std::optional<canonical::Error> write_prompt(json::Writer& w, const GenerationRe
 }
 
 void write_messages(json::Writer& w, const GenerationRequest& req) {
-    write_key(w, "messages");
+    json::key(w, "messages");
     w.StartArray();
     for (const ChatMessage& m : req.messages) {
         w.StartObject();
-        write_key(w, "role");
-        write_string(w, m.role);
-        write_key(w, "content");
-        write_string(w, m.content);
+        json::key(w, "role");
+        json::string(w, m.role);
+        json::key(w, "content");
+        json::string(w, m.content);
         if (!m.name.empty()) {
-            write_key(w, "name");
-            write_string(w, m.name);
+            json::key(w, "name");
+            json::string(w, m.name);
         }
         w.EndObject();
     }
@@ -85,20 +85,20 @@ void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRe
     const std::optional<int64_t> max_tokens = effective_max_tokens(s, req.dialect);
     if (max_tokens) {
         const bool legacy_name = api == Api::completions || options.flavor != Flavor::generic;
-        write_key(w, legacy_name ? "max_tokens" : "max_completion_tokens");
+        json::key(w, legacy_name ? "max_tokens" : "max_completion_tokens");
         w.Int64(*max_tokens);
     }
     json::write_optional(w, "temperature", s.temperature);
     json::write_optional(w, "top_p", s.top_p);
     if (s.n != 1) {
-        write_key(w, "n");
+        json::key(w, "n");
         w.Int(s.n);
     }
     if (!s.stop.empty()) {
-        write_key(w, "stop");
+        json::key(w, "stop");
         w.StartArray();
         for (const std::string& stop : s.stop) {
-            write_string(w, stop);
+            json::string(w, stop);
         }
         w.EndArray();
     }
@@ -106,15 +106,15 @@ void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRe
     json::write_optional(w, "presence_penalty", s.presence_penalty);
     json::write_optional(w, "frequency_penalty", s.frequency_penalty);
     if (api == Api::completions && req.echo) {
-        write_key(w, "echo");
+        json::key(w, "echo");
         w.Bool(true);
     }
     if (req.return_logprob.value_or(false)) {
         if (api == Api::completions) {
-            write_key(w, "logprobs");
+            json::key(w, "logprobs");
             w.Int64(req.top_logprobs.value_or(0));
         } else {
-            write_key(w, "logprobs");
+            json::key(w, "logprobs");
             w.Bool(true);
             json::write_optional(w, "top_logprobs", req.top_logprobs);
         }
@@ -125,7 +125,7 @@ void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRe
     json::write_optional(w, "ignore_eos", s.ignore_eos);
     json::write_optional(w, "min_tokens", s.min_tokens);
     if (!s.stop_token_ids.empty()) {
-        write_key(w, "stop_token_ids");
+        json::key(w, "stop_token_ids");
         write_token_ids(w, s.stop_token_ids);
     }
     json::write_optional(w, "skip_special_tokens", s.skip_special_tokens);
@@ -173,8 +173,8 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     w.StartObject();
     const std::string& model = options.model.empty() ? req.model : options.model;
     if (!model.empty()) {
-        write_key(w, "model");
-        write_string(w, model);
+        json::key(w, "model");
+        json::string(w, model);
     }
     if (api == Api::completions) {
         if (auto err = write_prompt(w, req)) {
@@ -188,7 +188,7 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     if (req.dialect == canonical::Dialect::openai_completions ||
         req.dialect == canonical::Dialect::openai_chat) {
         for (const canonical::Extra& extra : req.extras) {
-            write_key(w, extra.key);
+            json::key(w, extra.key);
             json::write_raw(w, extra.json);
         }
     }
@@ -196,14 +196,14 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
         // Always ask for usage: metrics need the backend's own counts, and the client-side
         // encoder drops the usage chunk again when the client did not ask for it. Never send
         // stream_options without streaming: vLLM answers 400.
-        write_key(w, "stream");
+        json::key(w, "stream");
         w.Bool(true);
-        write_key(w, "stream_options");
+        json::key(w, "stream_options");
         w.StartObject();
-        write_key(w, "include_usage");
+        json::key(w, "include_usage");
         w.Bool(true);
         if (options.flavor != Flavor::generic) {
-            write_key(w, "continuous_usage_stats");
+            json::key(w, "continuous_usage_stats");
             w.Bool(true);
         }
         w.EndObject();

@@ -52,12 +52,12 @@ const canonical::Prompt* echoed_prompt(const Choice& c, const GenerationRequest&
 }
 
 void write_finish(json::Writer& w, const canonical::FinishReason& finish) {
-    write_key(w, "finish_reason");
+    json::key(w, "finish_reason");
     const std::string_view name = finish_reason_name(finish.kind);
     if (name.empty()) {
         w.Null();
     } else {
-        write_string(w, name);
+        json::string(w, name);
     }
 }
 
@@ -73,39 +73,39 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
     json::StringOut os{&out};
     json::Writer w(os);
     w.StartObject();
-    write_key(w, "id");
-    write_string(w, result.id);
-    write_key(w, "object");
-    write_string(w, api == Api::chat ? "chat.completion" : "text_completion");
-    write_key(w, "created");
+    json::key(w, "id");
+    json::string(w, result.id);
+    json::key(w, "object");
+    json::string(w, api == Api::chat ? "chat.completion" : "text_completion");
+    json::key(w, "created");
     w.Int64(result.created);
-    write_key(w, "model");
-    write_string(w, result.model);
-    write_key(w, "choices");
+    json::key(w, "model");
+    json::string(w, result.model);
+    json::key(w, "choices");
     w.StartArray();
     std::string echoed;
     for (const Choice& c : result.choices) {
         w.StartObject();
-        write_key(w, "index");
+        json::key(w, "index");
         w.Int(c.index);
         if (api == Api::chat) {
-            write_key(w, "message");
+            json::key(w, "message");
             w.StartObject();
-            write_key(w, "role");
-            write_string(w, "assistant");
-            write_key(w, "content");
-            write_string(w, c.text);
+            json::key(w, "role");
+            json::string(w, "assistant");
+            json::key(w, "content");
+            json::string(w, c.text);
             w.EndObject();
         } else {
-            write_key(w, "text");
+            json::key(w, "text");
             if (const canonical::Prompt* p = echoed_prompt(c, req, api)) {
                 echoed.assign(p->text).append(c.text);
-                write_string(w, echoed);
+                json::string(w, echoed);
             } else {
-                write_string(w, c.text);
+                json::string(w, c.text);
             }
         }
-        write_key(w, "logprobs");
+        json::key(w, "logprobs");
         w.Null();
         write_finish(w, c.finish);
         w.EndObject();
@@ -113,7 +113,7 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
     w.EndArray();
     const Usage usage = response_usage(result, req.sampling.n);
     if (usage_known(usage)) {
-        write_key(w, "usage");
+        json::key(w, "usage");
         write_usage(w, usage);
     }
     w.EndObject();
@@ -123,7 +123,7 @@ void encode_error(const Error& error, std::string& out) {
     json::StringOut os{&out};
     json::Writer w(os);
     w.StartObject();
-    write_key(w, "error");
+    json::key(w, "error");
     write_error_object(w, error);
     w.EndObject();
 }

@@ -29,15 +29,15 @@ public:
         framing::begin_sse_data(out_);
         w_.Reset(os_);
         w_.StartObject();
-        write_key(w_, "id");
-        write_string(w_, state_.id);
-        write_key(w_, "object");
-        write_string(w_, chunk_object(api_));
-        write_key(w_, "created");
+        json::key(w_, "id");
+        json::string(w_, state_.id);
+        json::key(w_, "object");
+        json::string(w_, chunk_object(api_));
+        json::key(w_, "created");
         w_.Int64(state_.created);
-        write_key(w_, "model");
-        write_string(w_, state_.model);
-        write_key(w_, "choices");
+        json::key(w_, "model");
+        json::string(w_, state_.model);
+        json::key(w_, "choices");
         w_.StartArray();
         return w_;
     }
@@ -46,7 +46,7 @@ public:
     void end(const Usage* usage) {
         w_.EndArray();
         if (usage != nullptr) {
-            write_key(w_, "usage");
+            json::key(w_, "usage");
             write_usage(w_, *usage);
         }
         w_.EndObject();
@@ -58,31 +58,31 @@ public:
                 const Usage* usage) {
         begin();
         w_.StartObject();
-        write_key(w_, "index");
+        json::key(w_, "index");
         w_.Int(index);
         if (api_ == Api::chat) {
-            write_key(w_, "delta");
+            json::key(w_, "delta");
             w_.StartObject();
             if (part == Part::role) {
-                write_key(w_, "role");
-                write_string(w_, "assistant");
-                write_key(w_, "content");
-                write_string(w_, "");
+                json::key(w_, "role");
+                json::string(w_, "assistant");
+                json::key(w_, "content");
+                json::string(w_, "");
             } else if (part == Part::content) {
-                write_key(w_, "content");
-                write_string(w_, text);
+                json::key(w_, "content");
+                json::string(w_, text);
             }
             w_.EndObject();
         } else {
-            write_key(w_, "text");
-            write_string(w_, part == Part::content ? text : std::string_view());
+            json::key(w_, "text");
+            json::string(w_, part == Part::content ? text : std::string_view());
         }
-        write_key(w_, "logprobs");
+        json::key(w_, "logprobs");
         w_.Null();
-        write_key(w_, "finish_reason");
+        json::key(w_, "finish_reason");
         const std::string_view reason = finish_reason_name(finish);
         if (part == Part::finish && !reason.empty()) {
-            write_string(w_, reason);
+            json::string(w_, reason);
         } else {
             w_.Null();
         }
@@ -211,7 +211,7 @@ void encode_stream_error(const Error& error, StreamState& state, std::string& ou
     json::StringOut os{&out};
     json::Writer w(os);
     w.StartObject();
-    write_key(w, "error");
+    json::key(w, "error");
     write_error_object(w, error);
     w.EndObject();
     framing::end_sse_data(out);

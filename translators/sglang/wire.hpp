@@ -41,12 +41,9 @@ private:
     Writer writer_;
 };
 
-inline void key(Writer& w, std::string_view k) {
-    w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
-}
-inline void string(Writer& w, std::string_view s) {
-    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
+using json::key;     // shared writer helpers (translators/canonical/json.hpp)
+using json::string;
+
 inline void optional_int(Writer& w, const std::optional<int64_t>& v) {
     if (v) {
         w.Int64(*v);

@@ -36,12 +36,8 @@ public:
 
 namespace wire {
 
-inline void key(json::Writer& w, std::string_view k) {
-    w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
-}
-inline void string(json::Writer& w, std::string_view s) {
-    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
+using json::key;     // shared writer helpers (translators/canonical/json.hpp)
+using json::string;
 
 // TGI's native finish_reason for a canonical one (api-dialects §10.3): a stop whose string is
 // known is "stop_sequence", any other stop (EOS, stop token, unknown) is "eos_token".

@@ -41,12 +41,8 @@ namespace wire {
 // The most choices one response may carry (bounds memory on a broken upstream).
 inline constexpr int kMaxChoices = 1024;
 
-inline void key(json::Writer& w, std::string_view k) {
-    w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
-}
-inline void string(json::Writer& w, std::string_view s) {
-    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
+using json::key;     // shared writer helpers (translators/canonical/json.hpp)
+using json::string;
 
 // Writes one string value made of `prefix` + `rest` (the echoed prompt and the output).
 void joined_string(json::Writer& w, std::string_view prefix, std::string_view rest);
