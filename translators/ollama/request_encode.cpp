@@ -80,6 +80,15 @@ std::optional<canonical::Error> check(const GenerationRequest& req, const Sampli
         return bad_request("min_tokens is not supported by an Ollama backend; leave it out",
                            "min_tokens");
     }
+    if (s.keep_stop_str.value_or(false)) {
+        // Ollama's runners always strip the matched stop string (api-dialects §10.6); a TGI
+        // client (or include_stop_str_in_output / no_stop_trim) expects it in the text.
+        return bad_request(
+            "keeping the matched stop string in the output is not supported by an Ollama "
+            "backend (it always strips it); send the request without stop strings, or without "
+            "include_stop_str_in_output / no_stop_trim",
+            "stop");
+    }
     return std::nullopt;
 }
 
