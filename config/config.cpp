@@ -15,8 +15,18 @@ std::string_view to_string(BackendDialect d) {
         case BackendDialect::auto_detect: return "auto";
         case BackendDialect::openai: return "openai";
         case BackendDialect::sglang: return "sglang";
+        case BackendDialect::tgi: return "tgi";
+        case BackendDialect::ollama: return "ollama";
+        case BackendDialect::llamacpp: return "llamacpp";
+        case BackendDialect::vllm_legacy: return "vllm_legacy";
+        case BackendDialect::anthropic: return "anthropic";
     }
     return "auto";
+}
+
+std::string_view backend_dialect_names() {
+    return "auto, openai (alias vllm), sglang, tgi, ollama, llamacpp (alias llama.cpp), "
+           "vllm_legacy, anthropic";
 }
 
 std::optional<BackendDialect> parse_backend_dialect(std::string_view s) {
@@ -28,6 +38,21 @@ std::optional<BackendDialect> parse_backend_dialect(std::string_view s) {
     }
     if (s == "sglang") {
         return BackendDialect::sglang;
+    }
+    if (s == "tgi") {
+        return BackendDialect::tgi;
+    }
+    if (s == "ollama") {
+        return BackendDialect::ollama;
+    }
+    if (s == "llamacpp" || s == "llama.cpp") {
+        return BackendDialect::llamacpp;
+    }
+    if (s == "vllm_legacy") {
+        return BackendDialect::vllm_legacy;
+    }
+    if (s == "anthropic") {
+        return BackendDialect::anthropic;
     }
     return std::nullopt;
 }
@@ -335,8 +360,8 @@ LoadResult load_yaml_text(std::string_view text) {
                 if (auto d = parse_backend_dialect(dialect)) {
                     b.dialect = *d;
                 } else {
-                    r.fail(p + ".dialect", "must be one of auto, openai, sglang; got '" +
-                                               dialect + "'");
+                    r.fail(p + ".dialect", "must be one of " + std::string(backend_dialect_names()) +
+                                               "; got '" + dialect + "'");
                 }
                 r.read(n, "model", p, b.model);
                 r.read(n, "api_key_env", p, b.api_key_env);

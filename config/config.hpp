@@ -13,8 +13,12 @@
 
 namespace infergate::config {
 
-// The dialect a backend speaks. `auto_detect` probes its info routes at start-up.
-enum class BackendDialect { auto_detect, openai, sglang };
+// The dialect a backend speaks. `auto_detect` probes its info routes at start-up. `openai` is
+// any OpenAI-compatible server (vLLM's `vllm serve`, the hosted API, ...); the others are the
+// engines' native APIs.
+enum class BackendDialect { auto_detect, openai, sglang, tgi, ollama, llamacpp, vllm_legacy, anthropic };
+// "auto, openai, sglang, ...": for error messages and --help.
+std::string_view backend_dialect_names();
 std::string_view to_string(BackendDialect d);
 std::optional<BackendDialect> parse_backend_dialect(std::string_view s);
 

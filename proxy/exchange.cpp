@@ -1,11 +1,18 @@
 #include "proxy/exchange.hpp"
 
+#include <charconv>
+
 #include "proxy/exchange_detail.hpp"
 #include "proxy/log.hpp"
+#include "proxy/pairing.hpp"
 #include "proxy/upstream_pool.hpp"
 #include "proxy/worker.hpp"
 #include "translators/canonical/json.hpp"
+#include "translators/classify.hpp"
 #include "translators/framing/framing.hpp"
+#include "translators/ollama/codec.hpp"
+#include "translators/tgi/codec.hpp"
+#include "translators/vllm_legacy/codec.hpp"
 
 namespace infergate {
 
@@ -88,7 +95,15 @@ net::awaitable<bool> Exchange::dispatch() {
     const Route route = match_route(request_.method_string(), request_.target());
     switch (route.kind) {
         case Route::Kind::metrics: co_return co_await serve_metrics();
-        case Route::Kind::generate: co_return co_await generate(route.dialect);
+        case Route::Kind::generate: co_return co_await generate(route.dialect, route.path);
+        case Route::Kind::generate_by_body: co_return co_await generate_by_body(route.path);
+        case Route::Kind::root: co_return co_await root();
+        case Route::Kind::tgi_info: co_return co_await tgi_info();
+        case Route::Kind::ollama_tags: co_return co_await ollama_tags(false);
+        case Route::Kind::ollama_ps: co_return co_await ollama_tags(true);
+        case Route::Kind::ollama_version: co_return co_await ollama_version();
+        case Route::Kind::ollama_show: co_return co_await ollama_show();
+        case Route::Kind::llamacpp_props: co_return co_await llamacpp_props();
         case Route::Kind::models: co_return co_await models({});
         case Route::Kind::model: co_return co_await models(route.model_id);
         case Route::Kind::health: co_return co_await health(false);
@@ -133,13 +148,66 @@ std::string Exchange::client_model(const canonical::GenerationRequest& req) cons
     return req.model.empty() ? worker_.backend().served_model : req.model;
 }
 
-net::awaitable<bool> Exchange::generate(canonical::Dialect dialect) {
+namespace {
+
+RouteLabel route_label(canonical::Dialect d) {
+    using canonical::Dialect;
+    switch (d) {
+        case Dialect::sglang: return RouteLabel::sglang_generate;
+        case Dialect::openai_completions: return RouteLabel::openai_completions;
+        case Dialect::openai_chat: return RouteLabel::openai_chat;
+        case Dialect::tgi: return RouteLabel::tgi_generate;
+        case Dialect::ollama_generate: return RouteLabel::ollama_generate;
+        case Dialect::ollama_chat: return RouteLabel::ollama_chat;
+        case Dialect::llamacpp: return RouteLabel::llamacpp_completion;
+        case Dialect::vllm_legacy: return RouteLabel::vllm_generate;
+        case Dialect::anthropic: return RouteLabel::anthropic_messages;
+    }
+    return RouteLabel::openai_completions;
+}
+
+// The id prefix each dialect's clients expect.
+std::string_view id_prefix(canonical::Dialect d) {
+    switch (d) {
+        case canonical::Dialect::openai_chat: return "chatcmpl-";
+        case canonical::Dialect::anthropic: return "msg_";
+        default: return "cmpl-";
+    }
+}
+
+int64_t unix_seconds() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+int64_t unix_nanoseconds() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace
+
+net::awaitable<bool> Exchange::generate_by_body(std::string_view path) {
+    auto dialect = translators::classify_generate_body(request_.body());
+    if (!dialect) {
+        generation_ = true;
+        front_name_ = "unknown";
+        record_.route = RouteLabel::sglang_generate;
+        record_.model_slot = worker_.metrics_registry().model_slot({});
+        worker_.metrics().request_started();
+        outcome_ = Outcome::rejected;
+        co_return co_await send_openai_error(dialect.error());
+    }
+    co_return co_await generate(dialect.value(), path);
+}
+
+net::awaitable<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path) {
     const translators::Codec& front = translators::codec_for(dialect);
     generation_ = true;
     front_name_ = canonical::to_string(dialect);
-    record_.route = dialect == canonical::Dialect::sglang ? RouteLabel::sglang_generate
-                    : dialect == canonical::Dialect::openai_chat ? RouteLabel::openai_chat
-                                                                 : RouteLabel::openai_completions;
+    record_.route = route_label(dialect);
     record_.model_slot = worker_.metrics_registry().model_slot({});
     worker_.metrics().request_started();
     auto decoded = front.decode_request(request_.body());
@@ -148,6 +216,9 @@ net::awaitable<bool> Exchange::generate(canonical::Dialect dialect) {
         co_return co_await send_error(front, decoded.error());
     }
     canonical::GenerationRequest& req = decoded.value();
+    if (dialect == canonical::Dialect::tgi) {
+        translators::tgi::mark_route(req, path);
+    }
     model_label_ = client_model(req);
     record_.model_slot = worker_.metrics_registry().model_slot(model_label_);
     const BackendInfo& info = worker_.backend();
@@ -160,17 +231,14 @@ net::awaitable<bool> Exchange::generate(canonical::Dialect dialect) {
                     " is not ready yet (" + info.detail + "); retry shortly";
         co_return co_await send_error(front, e);
     }
-    // Chat goes to a chat route on every backend (SGLang serves one through its OpenAI layer):
-    // rendering a chat template in the proxy would need the model's own template.
-    canonical::Dialect back_dialect = canonical::Dialect::openai_chat;
-    if (req.kind == canonical::RequestKind::completion) {
-        back_dialect = info.dialect == config::BackendDialect::sglang
-                           ? canonical::Dialect::sglang
-                           : canonical::Dialect::openai_completions;
+    const Pairing pairing = pair_dialects(dialect, req.kind, info.dialect);
+    if (pairing.refusal) {
+        outcome_ = Outcome::rejected;
+        co_return co_await send_error(front, *pairing.refusal);
     }
-    const translators::Codec& back = translators::codec_for(back_dialect);
-    back_name_ = canonical::to_string(back_dialect);
-    const bool same = back_dialect == dialect;
+    const translators::Codec& back = translators::codec_for(pairing.back);
+    back_name_ = canonical::to_string(pairing.back);
+    const bool same = pairing.fast_path;
     if (req.request_ids.empty() && dialect == canonical::Dialect::sglang && !same) {
         // SGLang clients read meta_info.id; give every choice one.
         const size_t count = std::max<size_t>(1, req.prompts.size()) *
@@ -185,9 +253,78 @@ net::awaitable<bool> Exchange::generate(canonical::Dialect dialect) {
     }
     // SGLang clients read per-item token counts; an OpenAI backend reports those for a batch
     // or n > 1 only per streamed chunk, so such a request is streamed upstream and gathered.
-    const bool gather = dialect == canonical::Dialect::sglang && !same &&
+    const bool gather = dialect == canonical::Dialect::sglang &&
+                        pairing.back == canonical::Dialect::openai_completions &&
                         (req.prompt_is_list || req.sampling.n > 1);
     co_return co_await relay_whole(front, back, req, same, gather);
+}
+
+canonical::StreamState Exchange::client_stream_state(const translators::Codec& front,
+                                                     const canonical::GenerationRequest& req) {
+    canonical::StreamState enc;
+    enc.id = std::string(id_prefix(front.dialect())) + worker_.random_hex(32);
+    enc.model = client_model(req);
+    enc.created = unix_seconds();
+    enc.n = req.sampling.n;
+    enc.batch = req.prompt_is_list || req.sampling.n > 1;
+    enc.include_usage = req.include_usage;
+    enc.continuous_usage = req.continuous_usage;
+    enc.max_tokens = req.sampling.max_tokens;
+    enc.request_ids = req.request_ids;
+    if (front.dialect() == canonical::Dialect::vllm_legacy && !req.prompts.empty()) {
+        translators::vllm_legacy::set_stream_prompt(enc, req.prompts.front().text);
+    }
+    return enc;
+}
+
+namespace {
+
+bool is_ollama(canonical::Dialect d) {
+    return d == canonical::Dialect::ollama_generate || d == canonical::Dialect::ollama_chat;
+}
+
+}  // namespace
+
+void Exchange::encode_client_stream_end(const translators::Codec& front,
+                                        canonical::StreamState& enc, std::string& out) {
+    if (!is_ollama(front.dialect())) {
+        front.encode_stream_end(enc, out);
+        return;
+    }
+    // Ollama's final object: the durations as this exchange saw them. Prompt evaluation is the
+    // wait for the first token; evaluation is the time from there to the last one.
+    const auto now = std::chrono::steady_clock::now();
+    translators::ollama::Timing t;
+    t.created_unix_ns = unix_nanoseconds();
+    t.total_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - received_).count();
+    t.load_ns = 0;
+    if (first_content_) {
+        t.prompt_eval_ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(*first_content_ - received_)
+                .count();
+        t.eval_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(last_content_ -
+                                                                         *first_content_)
+                        .count();
+    }
+    translators::ollama::encode_stream_end(front, enc, t, out);
+}
+
+void Exchange::encode_client_response(const translators::Codec& front,
+                                      const canonical::GenerationResult& result,
+                                      const canonical::GenerationRequest& req,
+                                      std::string& out) {
+    if (!is_ollama(front.dialect())) {
+        front.encode_response(result, req, out);
+        return;
+    }
+    // A whole answer shows only its total: when the first token came is not visible here.
+    translators::ollama::Timing t;
+    t.created_unix_ns = unix_nanoseconds();
+    t.total_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now() - received_)
+                     .count();
+    t.load_ns = 0;
+    translators::ollama::encode_response(front, result, req, t, out);
 }
 
 namespace {
@@ -403,19 +540,28 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
             co_return co_await send_error(front, result.error());
         }
         canonical::GenerationResult& r = result.value();
+        if (back.dialect() == canonical::Dialect::tgi && !r.usage.prompt_tokens) {
+            // TGI's /generate tells the prompt's length only in a header.
+            const std::string_view h = upstream_->header("x-prompt-tokens");
+            int64_t v = 0;
+            if (!h.empty() && std::from_chars(h.data(), h.data() + h.size(), v).ec == std::errc()) {
+                r.usage.prompt_tokens = v;
+                if (r.choices.size() == 1 && !r.choices[0].usage.prompt_tokens) {
+                    r.choices[0].usage.prompt_tokens = v;
+                }
+            }
+        }
         note_usage(r.usage);
         r.model = client_model(req);
-        r.created = std::chrono::duration_cast<std::chrono::seconds>(
-                        std::chrono::system_clock::now().time_since_epoch()).count();
+        r.created = unix_seconds();
         for (size_t i = 0; i < r.choices.size() && i < req.request_ids.size(); ++i) {
             r.choices[i].id = req.request_ids[i];
         }
         if (r.id.empty() || front.dialect() != back.dialect()) {
-            r.id = (front.dialect() == canonical::Dialect::openai_chat ? "chatcmpl-" : "cmpl-") +
-                   worker_.random_hex(32);
+            r.id = std::string(id_prefix(front.dialect())) + worker_.random_hex(32);
         }
         std::string out;
-        front.encode_response(r, req, out);
+        encode_client_response(front, r, req, out);
         co_return co_await send(http::status::ok, std::move(out));
     }
 
@@ -484,9 +630,52 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
         result.choices[i].id = req.request_ids[i];
     }
     std::string out;
-    front.encode_response(result, req, out);
+    encode_client_response(front, result, req, out);
     co_return co_await send(http::status::ok, std::move(out));
 }
+
+namespace {
+
+// Splits an upstream body into events: SSE `data` payloads, or NDJSON / NUL-separated records
+// (Ollama, vLLM's demo server), both as SseEvent so that one relay loop serves every backend.
+class UpstreamSplitter {
+public:
+    explicit UpstreamSplitter(translators::Framing f) : framing_(f) {}
+    void feed(std::string_view bytes, std::vector<framing::SseEvent>& out) {
+        if (framing_ == translators::Framing::sse) {
+            sse_.feed(bytes, out);
+            return;
+        }
+        records_.clear();
+        rec_.feed(bytes, records_);
+        take(out);
+    }
+    void finish(std::vector<framing::SseEvent>& out) {
+        if (framing_ == translators::Framing::sse) {
+            sse_.finish(out);
+            return;
+        }
+        records_.clear();
+        rec_.finish(records_);
+        take(out);
+    }
+    bool overflowed() const {
+        return framing_ == translators::Framing::sse ? sse_.overflowed() : rec_.overflowed();
+    }
+
+private:
+    void take(std::vector<framing::SseEvent>& out) {
+        for (auto& r : records_) {
+            out.emplace_back().data = std::move(r);
+        }
+    }
+    translators::Framing framing_;
+    framing::SseScanner sse_;
+    framing::RecordScanner rec_;
+    std::vector<std::string> records_;
+};
+
+}  // namespace
 
 net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
                                             const translators::Codec& back,
@@ -504,7 +693,9 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
                                                strip_running)) {
         co_return *finished;
     }
-    if (!co_await start_stream("text/event-stream")) {
+    if (!co_await start_stream(front.framing() == translators::Framing::ndjson
+                                   ? "application/x-ndjson"
+                                   : "text/event-stream")) {
         co_return false;
     }
 
@@ -513,24 +704,17 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
     if (!req.sampling.keep_stop_str.value_or(false)) {
         dec.stop = req.sampling.stop;
     }
-    canonical::StreamState enc;
-    enc.id = (front.dialect() == canonical::Dialect::openai_chat ? "chatcmpl-" : "cmpl-") +
-             worker_.random_hex(32);
-    enc.model = shown_model;
-    enc.created = std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch()).count();
-    enc.n = req.sampling.n;
-    enc.batch = req.prompt_is_list || req.sampling.n > 1;
-    enc.include_usage = req.include_usage;
-    enc.continuous_usage = req.continuous_usage;
-    enc.max_tokens = req.sampling.max_tokens;
-    enc.request_ids = req.request_ids;
+    const bool legacy_back = back.dialect() == canonical::Dialect::vllm_legacy;
+    if (legacy_back && !req.prompts.empty()) {
+        translators::vllm_legacy::set_stream_prompt(dec, req.prompts.front().text);
+    }
+    canonical::StreamState enc = client_stream_state(front, req);
 
     // OpenAI streams carry one id on every chunk; SGLang's OpenAI layer gives each of n
     // choices its own.
     const bool rewrite_ids = same_dialect && req.sampling.n > 1 &&
                              front.dialect() != canonical::Dialect::sglang;
-    framing::SseScanner scanner;
+    UpstreamSplitter splitter(back.framing());
     std::vector<framing::SseEvent> events;
     std::vector<canonical::StreamEvent> decoded;
     std::string out;
@@ -539,6 +723,30 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
     std::optional<canonical::Error> failure;
     TokenTally tally;
     tally.n = req.sampling.n;
+    int64_t content_tokens = 0;
+    // One decoded event: counted, and (translated path) encoded for the client. Returns false
+    // when the backend reported an error, which is then already encoded in-band.
+    auto take = [&](const canonical::StreamEvent& d, bool& usage_only) {
+        if (d.type == canonical::StreamEvent::Type::done) {
+            done = true;
+            return true;
+        }
+        if (d.type == canonical::StreamEvent::Type::error) {
+            front.encode_stream_error(d.error, enc, out);
+            outcome_ = Outcome::inband_error;
+            done = true;
+            return false;
+        }
+        usage_only = d.type == canonical::StreamEvent::Type::usage;
+        const int64_t tokens = tally.add(d);
+        if (d.type == canonical::StreamEvent::Type::chunk && !d.text.empty()) {
+            content_tokens += tokens;
+        }
+        if (!same_dialect) {
+            front.encode_stream_event(d, enc, out);
+        }
+        return true;
+    };
     while (!done) {
         std::string_view bytes;
         if (auto ec = co_await read_upstream_some(bytes)) {
@@ -556,10 +764,10 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
         events.clear();
         if (bytes.empty()) {
             message_complete = true;
-            scanner.finish(events);
+            splitter.finish(events);
         } else {
-            scanner.feed(bytes, events);
-            if (scanner.overflowed()) {
+            splitter.feed(bytes, events);
+            if (splitter.overflowed()) {
                 failure = canonical::Error{502, "the backend sent a stream event larger than 4 MiB",
                                            "upstream_error", "", ""};
                 outcome_ = Outcome::upstream_error;
@@ -567,7 +775,7 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
             }
         }
         out.clear();
-        int64_t content_tokens = 0;
+        content_tokens = 0;
         bool failed = false;
         for (auto& ev : events) {
             // Decoded on the fast path too: the tokens are counted from it, and garbage or the
@@ -577,23 +785,9 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
             back.decode_stream_event(ev.data, dec, decoded);
             bool usage_only = false;
             for (const auto& d : decoded) {
-                if (d.type == canonical::StreamEvent::Type::done) {
-                    done = true;
-                    continue;
-                }
-                if (d.type == canonical::StreamEvent::Type::error) {
-                    front.encode_stream_error(d.error, enc, out);
-                    outcome_ = Outcome::inband_error;
-                    failed = done = true;
+                if (!take(d, usage_only)) {
+                    failed = true;
                     break;
-                }
-                usage_only = d.type == canonical::StreamEvent::Type::usage;
-                const int64_t tokens = tally.add(d);
-                if (d.type == canonical::StreamEvent::Type::chunk && !d.text.empty()) {
-                    content_tokens += tokens;
-                }
-                if (!same_dialect) {
-                    front.encode_stream_event(d, enc, out);
                 }
             }
             if (failed) {
@@ -610,6 +804,17 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
                     strip_usage_member(ev.data);
                 }
                 framing::write_sse_data(ev.data, out);
+            }
+        }
+        if (message_complete && !failed && !done && legacy_back) {
+            // vLLM's demo server has no terminator: a clean end of the body is the end.
+            decoded.clear();
+            translators::vllm_legacy::decode_stream_end(dec, decoded);
+            bool usage_only = false;
+            for (const auto& d : decoded) {
+                if (!take(d, usage_only)) {
+                    break;
+                }
             }
         }
         if (content_tokens > 0) {
@@ -635,7 +840,7 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
     if (failure) {
         front.encode_stream_error(*failure, enc, out);
     } else if (!same_dialect) {
-        front.encode_stream_end(enc, out);
+        encode_client_stream_end(front, enc, out);
     }
     if (!out.empty() && !co_await write_stream(out)) {
         co_return false;

@@ -53,11 +53,19 @@ private:
 
     // ---- routes ---------------------------------------------------------------------------
     net::awaitable<bool> dispatch();
-    net::awaitable<bool> generate(canonical::Dialect dialect);
+    // `path` is the matched route (TGI answers /generate, /generate_stream and / differently).
+    net::awaitable<bool> generate(canonical::Dialect dialect, std::string_view path);
+    net::awaitable<bool> generate_by_body(std::string_view path);
+    net::awaitable<bool> root();
     net::awaitable<bool> serve_metrics();
     net::awaitable<bool> models(std::string_view id);
     net::awaitable<bool> health(bool generate);
     net::awaitable<bool> model_info(bool server_info);
+    net::awaitable<bool> tgi_info();
+    net::awaitable<bool> ollama_tags(bool running);
+    net::awaitable<bool> ollama_version();
+    net::awaitable<bool> ollama_show();
+    net::awaitable<bool> llamacpp_props();
 
     // ---- generation paths -----------------------------------------------------------------
     // Encodes (or, same dialect, forwards) the request and reads the backend's response header.
@@ -75,6 +83,16 @@ private:
     net::awaitable<bool> relay_stream(const translators::Codec& front,
                                       const translators::Codec& back,
                                       const canonical::GenerationRequest& req, bool same_dialect);
+    // The client's encoder state for a translated stream.
+    canonical::StreamState client_stream_state(const translators::Codec& front,
+                                               const canonical::GenerationRequest& req);
+    // Appends the end of a translated stream (Ollama's final object carries measured durations).
+    void encode_client_stream_end(const translators::Codec& front, canonical::StreamState& enc,
+                                  std::string& out);
+    // Encodes a whole answer in the client's dialect (Ollama's with measured durations).
+    void encode_client_response(const translators::Codec& front,
+                                const canonical::GenerationResult& result,
+                                const canonical::GenerationRequest& req, std::string& out);
 
     // ---- backend --------------------------------------------------------------------------
     // Sends the request and reads the response header. On failure returns false with the error
@@ -114,6 +132,10 @@ private:
     };
 
     std::string client_model(const canonical::GenerationRequest& req) const;
+    // The names clients may use: the served model, then every alias (name, backend model).
+    std::vector<std::pair<std::string, std::string>> model_entries() const;
+    // GET /v1/models in Anthropic's shape (asked for by an `anthropic-version` header).
+    net::awaitable<bool> anthropic_models(std::string_view id);
     std::string upstream_model(const canonical::GenerationRequest& req) const;
 
     Worker& worker_;

@@ -21,6 +21,7 @@ struct Exchange::Upstream {
 
     int status() const { return parser->get().result_int(); }
     std::string_view header(http::field f) const { return parser->get()[f]; }
+    std::string_view header(std::string_view name) const { return parser->get()[name]; }
 };
 
 struct Exchange::Watch {

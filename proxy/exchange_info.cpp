@@ -1,5 +1,6 @@
 // Exchange: the info routes (models, health, SGLang's model/server info).
 #include "proxy/exchange_detail.hpp"
+#include "proxy/pairing.hpp"
 #include "proxy/version.hpp"
 #include "proxy/worker.hpp"
 #include "translators/canonical/json.hpp"
@@ -30,18 +31,26 @@ void write_model(json::Writer& w, const std::string& id, int64_t created, const 
 
 }  // namespace
 
-net::awaitable<bool> Exchange::models(std::string_view id) {
-    const BackendInfo& info = worker_.backend();
-    const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
-                                worker_.started().time_since_epoch()).count();
-    // The served model first, then every alias clients may use.
+std::vector<std::pair<std::string, std::string>> Exchange::model_entries() const {
     std::vector<std::pair<std::string, std::string>> entries;
+    const BackendInfo& info = worker_.backend();
     if (!info.served_model.empty()) {
         entries.emplace_back(info.served_model, info.served_model);
     }
     for (const auto& a : worker_.config().aliases) {
         entries.emplace_back(a.name, a.target);
     }
+    return entries;
+}
+
+net::awaitable<bool> Exchange::models(std::string_view id) {
+    if (!request_["anthropic-version"].empty()) {
+        co_return co_await anthropic_models(id);  // the Anthropic SDK's models.list()
+    }
+    const BackendInfo& info = worker_.backend();
+    const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
+                                worker_.started().time_since_epoch()).count();
+    const auto entries = model_entries();
     std::string out;
     json::StringOut os{&out};
     json::Writer w(os);
@@ -78,30 +87,50 @@ net::awaitable<bool> Exchange::models(std::string_view id) {
     co_return co_await send_openai_error(e);
 }
 
+namespace {
+
+// Where each engine answers a liveness check (api-dialects §1, health table).
+std::string_view health_path(config::BackendDialect d) {
+    switch (d) {
+        case config::BackendDialect::ollama: return "/";            // "Ollama is running"
+        case config::BackendDialect::anthropic: return "/v1/models";  // no health route
+        default: return "/health";
+    }
+}
+
+}  // namespace
+
 net::awaitable<bool> Exchange::health(bool generate) {
     const BackendInfo& info = worker_.backend();
     const std::string& base = worker_.pool().backend().url.base_path;
     bool ok = false;
-    if (generate && info.ready && info.dialect != config::BackendDialect::sglang) {
-        // A deep check on an OpenAI backend: one token of real generation.
-        std::string body;
-        json::StringOut os{&body};
-        json::Writer w(os);
-        w.StartObject();
-        w.Key("model");
-        w.String(info.served_model);
-        w.Key("prompt");
-        w.String("ping");
-        w.Key("max_tokens");
-        w.Int(1);
-        w.EndObject();
-        ok = co_await call_upstream(http::verb::post, base + "/v1/completions", std::move(body),
-                                    false);
+    if (generate && info.ready && info.dialect == config::BackendDialect::sglang) {
+        ok = co_await call_upstream(http::verb::get, base + "/health_generate", {}, false);
+    } else if (generate && info.ready) {
+        // A deep check: one token of real generation, in whatever API the backend speaks.
+        canonical::GenerationRequest ping;
+        ping.model = info.served_model;
+        ping.sampling.max_tokens = 1;
+        ping.kind = info.dialect == config::BackendDialect::anthropic
+                        ? canonical::RequestKind::chat
+                        : canonical::RequestKind::completion;
+        ping.dialect = ping.kind == canonical::RequestKind::chat ? canonical::Dialect::openai_chat
+                                                                 : canonical::Dialect::openai_completions;
+        ping.prompts.push_back(canonical::Prompt{"ping", {}, false});
+        ping.messages.push_back(canonical::ChatMessage{"user", "ping", ""});
+        const Pairing pairing = pair_dialects(ping.dialect, ping.kind, info.dialect);
+        const translators::Codec& back = translators::codec_for(pairing.back);
+        auto body = back.encode_request(
+            ping, translators::UpstreamOptions{info.served_model, info.flavor, false});
+        if (body) {
+            ok = co_await call_upstream(http::verb::post,
+                                        base + std::string(back.upstream_path(ping)),
+                                        std::move(body.value()), false);
+        } else {
+            error_ = body.error();
+        }
     } else {
-        ok = co_await call_upstream(http::verb::get,
-                                    base + (generate && info.dialect == config::BackendDialect::sglang
-                                                ? "/health_generate"
-                                                : "/health"),
+        ok = co_await call_upstream(http::verb::get, base + std::string(health_path(info.dialect)),
                                     {}, false);
     }
     int status = 503;

@@ -16,6 +16,9 @@ namespace {
 
 constexpr size_t kMaxUpstreamBody = 64 * 1024 * 1024;
 
+// The Messages API version infergate's Anthropic codec writes (a client's own header wins).
+constexpr std::string_view kAnthropicVersion = "2023-06-01";
+
 bool forwardable(http::field f) {
     switch (f) {
         case http::field::connection:
@@ -127,8 +130,16 @@ net::awaitable<bool> Exchange::call_upstream(http::verb verb, std::string target
     }
     req.set(http::field::host, b.url.host + ":" + std::to_string(b.url.port));
     req.set("X-Request-Id", request_id_);
+    const bool anthropic = worker_.backend().dialect == config::BackendDialect::anthropic;
     if (!b.api_key.empty()) {
-        req.set(http::field::authorization, "Bearer " + b.api_key);
+        if (anthropic) {
+            req.set("x-api-key", b.api_key);
+        } else {
+            req.set(http::field::authorization, "Bearer " + b.api_key);
+        }
+    }
+    if (anthropic && req["anthropic-version"].empty()) {
+        req.set("anthropic-version", kAnthropicVersion);
     }
     req.set(http::field::accept, stream ? "text/event-stream" : "application/json");
     if (verb == http::verb::post) {

@@ -20,19 +20,20 @@ Usage:
   infergate [--upstream URL] [--listen HOST:PORT] [--upstream-dialect D] [--model NAME]
             [--alias NAME=MODEL]... [--threads N] [--log-level L]
 
-Clients may speak SGLang (POST /generate) or OpenAI (POST /v1/completions,
-/v1/chat/completions); infergate translates to whatever the backend speaks.
+Clients may speak SGLang, TGI or vLLM-legacy (POST /generate, /generate_stream, /), OpenAI
+(/v1/completions, /v1/chat/completions), Ollama (/api/generate, /api/chat), llama.cpp
+(/completion) or Anthropic (/v1/messages); infergate translates to whatever the backend speaks.
 
 Options:
   --config FILE          YAML config (see config/infergate.example.yaml)
   --upstream URL         backend base URL (default http://127.0.0.1:8000, vLLM's default)
   --listen HOST:PORT     where to listen (default 0.0.0.0:30000, SGLang's default; port 0 =
                          any free port, printed as "listening on HOST:PORT")
-  --upstream-dialect D   auto (default: probe /v1/models and /get_model_info), openai
-                         (also: vllm) or sglang
+  --upstream-dialect D   auto (default: probe the backend's info routes), openai (also:
+                         vllm), sglang, tgi, ollama, llamacpp, vllm_legacy or anthropic
   --model NAME           the backend's served model name (default: discovered)
   --alias NAME=MODEL     let clients call MODEL by NAME (repeatable)
-  --api-key-env VAR      send "Authorization: Bearer $VAR" to the backend
+  --api-key-env VAR      send "Authorization: Bearer $VAR" (Anthropic: "x-api-key") upstream
   --tls-ca-file FILE     PEM CA bundle to verify an https backend (default: system CAs)
   --threads N            worker threads (default 1)
   --log-level L          debug, info (default), warn, error

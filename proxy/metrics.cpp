@@ -98,7 +98,14 @@ std::span<const double> bounds_of(Kind k) {
 
 std::string_view operation_name(size_t route) {
     // OpenTelemetry's gen_ai.operation.name values.
-    return static_cast<RouteLabel>(route) == RouteLabel::openai_chat ? "chat" : "text_completion";
+    switch (static_cast<RouteLabel>(route)) {
+        case RouteLabel::openai_chat:
+        case RouteLabel::ollama_chat:
+        case RouteLabel::anthropic_messages:
+            return "chat";
+        default:
+            return "text_completion";
+    }
 }
 
 constexpr std::string_view kOtherModel = "other";
@@ -147,6 +154,18 @@ std::string_view to_string(RouteLabel r) {
             return "openai_completions";
         case RouteLabel::openai_chat:
             return "openai_chat";
+        case RouteLabel::tgi_generate:
+            return "tgi_generate";
+        case RouteLabel::ollama_generate:
+            return "ollama_generate";
+        case RouteLabel::ollama_chat:
+            return "ollama_chat";
+        case RouteLabel::llamacpp_completion:
+            return "llamacpp_completion";
+        case RouteLabel::vllm_generate:
+            return "vllm_generate";
+        case RouteLabel::anthropic_messages:
+            return "anthropic_messages";
         case RouteLabel::kCount:
             break;
     }

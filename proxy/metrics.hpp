@@ -23,7 +23,19 @@
 namespace infergate {
 
 // Label values that never come from client text.
-enum class RouteLabel : uint8_t { sglang_generate, openai_completions, openai_chat, kCount };
+// The client's dialect and route (one per front dialect).
+enum class RouteLabel : uint8_t {
+    sglang_generate,
+    openai_completions,
+    openai_chat,
+    tgi_generate,
+    ollama_generate,
+    ollama_chat,
+    llamacpp_completion,
+    vllm_generate,
+    anthropic_messages,
+    kCount
+};
 enum class OutcomeLabel : uint8_t {
     ok,
     client_disconnect,

@@ -13,11 +13,28 @@ struct Entry {
     canonical::Dialect dialect = canonical::Dialect::openai_completions;
 };
 
+using canonical::Dialect;
+using K = Route::Kind;
+
+// Several servers share a path (SGLang, TGI and vLLM's demo server all have POST /generate);
+// those routes are told apart by the body (see classify_generate_body).
 constexpr std::array kRoutes = {
-    Entry{"/generate", "POST, PUT", Route::Kind::generate, canonical::Dialect::sglang},
-    Entry{"/v1/completions", "POST", Route::Kind::generate,
-          canonical::Dialect::openai_completions},
-    Entry{"/v1/chat/completions", "POST", Route::Kind::generate, canonical::Dialect::openai_chat},
+    Entry{"/generate", "POST, PUT", K::generate_by_body},
+    Entry{"/generate_stream", "POST", K::generate, Dialect::tgi},
+    Entry{"/", "POST, GET, HEAD", K::root, Dialect::tgi},
+    Entry{"/v1/completions", "POST", K::generate, Dialect::openai_completions},
+    Entry{"/v1/chat/completions", "POST", K::generate, Dialect::openai_chat},
+    Entry{"/v1/messages", "POST", K::generate, Dialect::anthropic},
+    Entry{"/api/generate", "POST", K::generate, Dialect::ollama_generate},
+    Entry{"/api/chat", "POST", K::generate, Dialect::ollama_chat},
+    Entry{"/completion", "POST", K::generate, Dialect::llamacpp},
+    Entry{"/completions", "POST", K::generate, Dialect::llamacpp},
+    Entry{"/api/tags", "GET", K::ollama_tags},
+    Entry{"/api/version", "GET", K::ollama_version},
+    Entry{"/api/show", "POST", K::ollama_show},
+    Entry{"/api/ps", "GET", K::ollama_ps},
+    Entry{"/info", "GET", K::tgi_info},
+    Entry{"/props", "GET", K::llamacpp_props},
     Entry{"/v1/models", "GET", Route::Kind::models},
     Entry{"/health", "GET, HEAD", Route::Kind::health},
     Entry{"/health_generate", "GET, HEAD", Route::Kind::health_generate},
@@ -64,6 +81,7 @@ Route match_route(std::string_view method, std::string_view target) {
         }
         route.kind = e.kind;
         route.dialect = e.dialect;
+        route.path = e.path;
         return route;
     }
     constexpr std::string_view kModelPrefix = "/v1/models/";

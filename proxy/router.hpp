@@ -11,6 +11,14 @@ namespace infergate {
 struct Route {
     enum class Kind {
         generate,         // a generation in `dialect`
+        generate_by_body, // POST /generate: SGLang, TGI or vLLM legacy, told apart by the body
+        root,             // "/": GET/HEAD answer like Ollama, POST is TGI's compat route
+        tgi_info,         // GET /info
+        ollama_tags,      // GET /api/tags
+        ollama_version,   // GET /api/version
+        ollama_show,      // POST /api/show
+        ollama_ps,        // GET /api/ps
+        llamacpp_props,   // GET /props
         models,           // GET /v1/models
         model,            // GET /v1/models/{id}
         health,           // GET /health
@@ -25,6 +33,7 @@ struct Route {
     canonical::Dialect dialect = canonical::Dialect::openai_completions;
     std::string model_id;       // Kind::model: the {id} part, percent-decoded (org%2Fname)
     std::string_view allow;     // Kind::method_not_allowed: the Allow header value
+    std::string_view path;      // the matched route ("/generate_stream"; TGI's answer depends on it)
 };
 
 // `method` as in the request line; `target` may carry a query string, which is ignored.

@@ -73,7 +73,7 @@ backends:
     CHECK(has_error(r, "threads: must be between 1 and 256"));
     CHECK(has_error(r, "colour: unknown key"));
     CHECK(has_error(r, "backends[0].url: 'ftp://x' is not an http:// or https:// URL"));
-    CHECK(has_error(r, "backends[0].dialect: must be one of auto, openai, sglang"));
+    CHECK(has_error(r, "backends[0].dialect: must be one of auto, openai (alias vllm), sglang, tgi"));
     CHECK(has_error(r, "backends[0].timeouts.connect_ms: must be > 0"));
     CHECK(has_error(r, "backends[0].timeouts.idle_ms: cannot read 'abc' as an integer"));
     CHECK(has_error(r, "backends[0].extra: unknown key"));

@@ -40,7 +40,7 @@ class CliTest(unittest.TestCase):
         r = run("--upstream", "ftp://x", "--upstream-dialect", "klingon", "--check-config")
         self.assertEqual(r.returncode, 2)
         self.assertIn("backends[0].url: 'ftp://x' is not an http:// or https:// URL", r.stderr)
-        self.assertIn("backends[0].dialect: must be one of auto, openai, sglang", r.stderr)
+        self.assertIn("backends[0].dialect: must be one of auto, openai (alias vllm), sglang, tgi", r.stderr)
 
     def test_bad_config_file_lists_every_error(self):
         with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:

@@ -38,7 +38,7 @@ class _ClientErrors(StreamChecks):
 
     def test_unknown_route_lists_routes(self):
         for method, path in (("GET", "/nope"), ("POST", "/v1/embeddings"),
-                             ("POST", "/generate_stream")):
+                             ("POST", "/v2/generate")):
             r = request(self.port, method, path, {} if method == "POST" else None)
             err = self.assert_openai_error(r, 404)
             for route in ("/generate", "/v1/completions", "/v1/chat/completions", "/v1/models",

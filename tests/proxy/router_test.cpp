@@ -7,8 +7,19 @@ using infergate::Route;
 using infergate::canonical::Dialect;
 
 TEST_CASE("generation routes map to their dialects") {
-    CHECK(match_route("POST", "/generate").dialect == Dialect::sglang);
-    CHECK(match_route("PUT", "/generate").kind == Route::Kind::generate);
+    // /generate is shared by three servers: the body decides (classify_generate_body).
+    CHECK(match_route("POST", "/generate").kind == Route::Kind::generate_by_body);
+    CHECK(match_route("PUT", "/generate").kind == Route::Kind::generate_by_body);
+    const Route stream = match_route("POST", "/generate_stream");
+    CHECK(stream.dialect == Dialect::tgi);
+    CHECK(stream.path == "/generate_stream");
+    CHECK(match_route("POST", "/").kind == Route::Kind::root);
+    CHECK(match_route("HEAD", "/").kind == Route::Kind::root);
+    CHECK(match_route("POST", "/v1/messages").dialect == Dialect::anthropic);
+    CHECK(match_route("POST", "/api/generate").dialect == Dialect::ollama_generate);
+    CHECK(match_route("POST", "/api/chat").dialect == Dialect::ollama_chat);
+    CHECK(match_route("POST", "/completion").dialect == Dialect::llamacpp);
+    CHECK(match_route("POST", "/completions").dialect == Dialect::llamacpp);
     CHECK(match_route("POST", "/v1/completions").dialect == Dialect::openai_completions);
     CHECK(match_route("POST", "/v1/chat/completions?x=1").dialect == Dialect::openai_chat);
     CHECK(match_route("POST", "/v1/chat/completions/").kind == Route::Kind::generate);
@@ -24,6 +35,12 @@ TEST_CASE("info routes") {
     CHECK(match_route("GET", "/health_generate").kind == Route::Kind::health_generate);
     CHECK(match_route("GET", "/get_model_info").kind == Route::Kind::model_info);
     CHECK(match_route("GET", "/get_server_info").kind == Route::Kind::server_info);
+    CHECK(match_route("GET", "/info").kind == Route::Kind::tgi_info);
+    CHECK(match_route("GET", "/api/tags").kind == Route::Kind::ollama_tags);
+    CHECK(match_route("GET", "/api/version").kind == Route::Kind::ollama_version);
+    CHECK(match_route("POST", "/api/show").kind == Route::Kind::ollama_show);
+    CHECK(match_route("GET", "/api/ps").kind == Route::Kind::ollama_ps);
+    CHECK(match_route("GET", "/props").kind == Route::Kind::llamacpp_props);
 }
 
 TEST_CASE("wrong method and unknown path") {
@@ -36,6 +53,10 @@ TEST_CASE("wrong method and unknown path") {
     const std::string list = infergate::route_list();
     CHECK(list.find("POST /generate") != std::string::npos);
     CHECK(list.find("POST /v1/chat/completions") != std::string::npos);
+    CHECK(list.find("POST /v1/messages") != std::string::npos);
+    CHECK(list.find("POST /api/chat") != std::string::npos);
+    CHECK(match_route("GET", "/api/generate").allow == "POST");
+    CHECK(match_route("DELETE", "/").allow == "POST, GET, HEAD");
 }
 
 TEST_CASE("model ids are percent-decoded") {

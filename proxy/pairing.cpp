@@ -1,0 +1,67 @@
+#include "proxy/pairing.hpp"
+
+namespace infergate {
+
+using canonical::Dialect;
+using config::BackendDialect;
+
+namespace {
+
+// Chat goes to a chat route on every backend that has one: the backend applies the model's own
+// chat template, which the proxy does not have.
+std::optional<Dialect> chat_route(BackendDialect backend) {
+    switch (backend) {
+        case BackendDialect::ollama: return Dialect::ollama_chat;
+        case BackendDialect::anthropic: return Dialect::anthropic;
+        case BackendDialect::vllm_legacy: return std::nullopt;
+        // SGLang, TGI and llama.cpp serve chat through their OpenAI-compatible layers.
+        default: return Dialect::openai_chat;
+    }
+}
+
+// Raw completions go to a raw (untemplated) route.
+std::optional<Dialect> completion_route(BackendDialect backend) {
+    switch (backend) {
+        case BackendDialect::sglang: return Dialect::sglang;
+        case BackendDialect::tgi: return Dialect::tgi;
+        case BackendDialect::ollama: return Dialect::ollama_generate;  // with raw: true
+        case BackendDialect::llamacpp: return Dialect::llamacpp;
+        case BackendDialect::vllm_legacy: return Dialect::vllm_legacy;
+        case BackendDialect::anthropic: return std::nullopt;
+        default: return Dialect::openai_completions;
+    }
+}
+
+}  // namespace
+
+Pairing pair_dialects(Dialect front, canonical::RequestKind kind, BackendDialect backend) {
+    Pairing p;
+    if (kind == canonical::RequestKind::chat) {
+        if (auto d = chat_route(backend)) {
+            p.back = *d;
+        } else {
+            p.refusal = canonical::bad_request(
+                "the backend is vLLM's legacy demo server (POST /generate), which has no chat "
+                "route and no chat template, so a chat request cannot be served faithfully; "
+                "send a raw completion (POST /v1/completions, or /generate with the prompt "
+                "already templated), or run the model behind `vllm serve`",
+                "messages");
+            return p;
+        }
+    } else if (auto d = completion_route(backend)) {
+        p.back = *d;
+    } else {
+        p.refusal = canonical::bad_request(
+            "the backend speaks Anthropic's Messages API, which has no raw (untemplated) "
+            "completion, so a raw prompt cannot be served faithfully; send a chat request "
+            "(POST /v1/chat/completions, /v1/messages or /api/chat)",
+            "prompt");
+        return p;
+    }
+    p.fast_path = p.back == front &&
+                  (front == Dialect::openai_completions || front == Dialect::openai_chat ||
+                   front == Dialect::sglang);
+    return p;
+}
+
+}  // namespace infergate

@@ -1,0 +1,27 @@
+#pragma once
+// Which backend API a request goes to: the pairing of the client's dialect with the backend's.
+// One table for every front x back cell (docs/dialects.md shows it); pure, so it is unit-tested.
+
+#include <optional>
+
+#include "config/config.hpp"
+#include "translators/canonical/types.hpp"
+
+namespace infergate {
+
+struct Pairing {
+    canonical::Dialect back = canonical::Dialect::openai_completions;
+    // The client's bytes go upstream as they are (only the model name may change) and the
+    // backend's stream comes back event by event: OpenAI and SGLang in front of themselves.
+    // Every other pair, including TGI->TGI or Ollama->Ollama, goes through the canonical model
+    // so that the answer is written by the client dialect's own encoder.
+    bool fast_path = false;
+    // Set when the backend has no API that can serve the request faithfully: a 400 that says
+    // why and what would work.
+    std::optional<canonical::Error> refusal;
+};
+
+Pairing pair_dialects(canonical::Dialect front, canonical::RequestKind kind,
+                      config::BackendDialect backend);
+
+}  // namespace infergate

@@ -1,0 +1,55 @@
+#include <doctest/doctest.h>
+
+#include "proxy/pairing.hpp"
+
+using infergate::pair_dialects;
+using infergate::canonical::Dialect;
+using infergate::canonical::RequestKind;
+using B = infergate::config::BackendDialect;
+
+TEST_CASE("chat goes to each backend's chat route") {
+    CHECK(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::openai).back == Dialect::openai_chat);
+    CHECK(pair_dialects(Dialect::anthropic, RequestKind::chat, B::sglang).back == Dialect::openai_chat);
+    CHECK(pair_dialects(Dialect::ollama_chat, RequestKind::chat, B::tgi).back == Dialect::openai_chat);
+    CHECK(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::llamacpp).back == Dialect::openai_chat);
+    CHECK(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::ollama).back == Dialect::ollama_chat);
+    CHECK(pair_dialects(Dialect::ollama_generate, RequestKind::chat, B::anthropic).back ==
+          Dialect::anthropic);
+}
+
+TEST_CASE("raw completions go to each backend's raw route") {
+    CHECK(pair_dialects(Dialect::sglang, RequestKind::completion, B::openai).back ==
+          Dialect::openai_completions);
+    CHECK(pair_dialects(Dialect::openai_completions, RequestKind::completion, B::sglang).back ==
+          Dialect::sglang);
+    CHECK(pair_dialects(Dialect::openai_completions, RequestKind::completion, B::tgi).back ==
+          Dialect::tgi);
+    CHECK(pair_dialects(Dialect::tgi, RequestKind::completion, B::ollama).back ==
+          Dialect::ollama_generate);
+    CHECK(pair_dialects(Dialect::tgi, RequestKind::completion, B::llamacpp).back == Dialect::llamacpp);
+    CHECK(pair_dialects(Dialect::llamacpp, RequestKind::completion, B::vllm_legacy).back ==
+          Dialect::vllm_legacy);
+}
+
+TEST_CASE("only OpenAI and SGLang in front of themselves take the byte fast path") {
+    CHECK(pair_dialects(Dialect::openai_completions, RequestKind::completion, B::openai).fast_path);
+    CHECK(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::openai).fast_path);
+    CHECK(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::sglang).fast_path);
+    CHECK(pair_dialects(Dialect::sglang, RequestKind::completion, B::sglang).fast_path);
+    CHECK_FALSE(pair_dialects(Dialect::tgi, RequestKind::completion, B::tgi).fast_path);
+    CHECK_FALSE(pair_dialects(Dialect::ollama_chat, RequestKind::chat, B::ollama).fast_path);
+    CHECK_FALSE(pair_dialects(Dialect::anthropic, RequestKind::chat, B::anthropic).fast_path);
+    CHECK_FALSE(pair_dialects(Dialect::openai_completions, RequestKind::completion, B::sglang).fast_path);
+}
+
+TEST_CASE("pairs with no faithful translation are refused with the way out") {
+    auto chat = pair_dialects(Dialect::openai_chat, RequestKind::chat, B::vllm_legacy);
+    REQUIRE(chat.refusal);
+    CHECK(chat.refusal->status == 400);
+    CHECK(chat.refusal->message.find("no chat route") != std::string::npos);
+    CHECK(chat.refusal->message.find("/v1/completions") != std::string::npos);
+    auto raw = pair_dialects(Dialect::sglang, RequestKind::completion, B::anthropic);
+    REQUIRE(raw.refusal);
+    CHECK(raw.refusal->message.find("send a chat request") != std::string::npos);
+    CHECK_FALSE(pair_dialects(Dialect::anthropic, RequestKind::chat, B::anthropic).refusal);
+}
