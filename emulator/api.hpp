@@ -15,6 +15,18 @@ namespace infergate::emulator {
 
 net::awaitable<void> route_openai(Request& req, Conn& conn, const Options& options);
 net::awaitable<void> route_sglang(Request& req, Conn& conn, const Options& options);
+net::awaitable<void> route_tgi(Request& req, Conn& conn, const Options& options);
+net::awaitable<void> route_ollama(Request& req, Conn& conn, const Options& options);
+net::awaitable<void> route_llamacpp(Request& req, Conn& conn, const Options& options);
+net::awaitable<void> route_vllm_legacy(Request& req, Conn& conn, const Options& options);
+net::awaitable<void> route_anthropic(Request& req, Conn& conn, const Options& options);
+
+inline constexpr std::string_view kTgiVersion = "3.3.6-dev0";
+
+// TGI's and llama.cpp's own OpenAI layers (compat_openai.cpp).
+net::awaitable<void> handle_tgi_openai(Request& req, Conn& conn, const Options& options, bool chat);
+net::awaitable<void> handle_llamacpp_openai(Request& req, Conn& conn, const Options& options,
+                                            bool chat);
 
 // POST /v1/completions and /v1/chat/completions.
 net::awaitable<void> handle_oai_generation(Request& req, Conn& conn, const Options& options,

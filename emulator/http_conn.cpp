@@ -46,11 +46,25 @@ void Conn::append_head(int status) {
     head_ += reason_phrase(status);
     head_ += "\r\ndate: ";
     head_ += http_date();
-    head_ += "\r\nserver: uvicorn\r\n";
+    head_ += "\r\n";
+    if (!server_.empty()) {
+        head_ += "server: ";
+        head_ += server_;
+        head_ += "\r\n";
+    }
     if (close_after_) {
         head_ += "connection: close\r\n";
     }
+    head_ += extra_;
+    extra_.clear();
     // Callers add content-length / content-type / transfer-encoding in uvicorn's order.
+}
+
+void Conn::add_header(std::string_view name, std::string_view value) {
+    extra_ += name;
+    extra_ += ": ";
+    extra_ += value;
+    extra_ += "\r\n";
 }
 
 net::awaitable<bool> Conn::send(int status, std::string_view content_type, std::string_view body) {
@@ -87,9 +101,12 @@ void Conn::append_fixed_head(int status, std::string_view content_type,
 
 net::awaitable<bool> Conn::begin_stream(std::string_view content_type) {
     append_head(200);
-    head_ += "content-type: ";
-    head_ += content_type;
-    head_ += "\r\ntransfer-encoding: chunked\r\n\r\n";
+    if (!content_type.empty()) {
+        head_ += "content-type: ";
+        head_ += content_type;
+        head_ += "\r\n";
+    }
+    head_ += "transfer-encoding: chunked\r\n\r\n";
     co_return co_await write_raw(head_);
 }
 

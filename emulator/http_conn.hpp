@@ -31,6 +31,10 @@ public:
     // Set when the request asked for "Connection: close"; responses then say so too.
     void set_close_after_response(bool close) { close_after_ = close; }
     bool close_after_response() const { return close_after_; }
+    // The `server` header every response of this connection carries ("" = none: axum, Go).
+    void set_server_header(std::string_view value) { server_ = value; }
+    // Extra "name: value" lines for the next response head only (TGI's x-* timings, ...).
+    void add_header(std::string_view name, std::string_view value);
 
     // A complete response with Content-Length. An empty content_type omits the header (FastAPI's
     // bare Response(status_code=200) does that).
@@ -39,7 +43,8 @@ public:
     // writes (or, for the truncation faults, does not).
     net::awaitable<bool> send_head(int status, std::string_view content_type,
                                    std::size_t content_length);
-    // Headers of a chunked stream.
+    // Headers of a chunked stream; an empty content_type omits the header (Starlette's
+    // StreamingResponse without a media type).
     net::awaitable<bool> begin_stream(std::string_view content_type);
     // One chunk = one event = one write, so every event leaves the process immediately.
     net::awaitable<bool> send_chunk(std::string_view payload);
@@ -65,6 +70,8 @@ private:
     tcp::socket socket_;
     net::steady_timer timer_;
     std::string head_;
+    std::string extra_;
+    std::string_view server_ = "uvicorn";
     bool close_after_ = false;
 };
 

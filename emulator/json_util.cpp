@@ -44,6 +44,54 @@ std::string py_number(const rapidjson::Value& v) {
     return "?";
 }
 
+void py_json_string(std::string_view text, std::string& out) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    auto escape = [&](std::uint32_t cp) {
+        out += "\\u";
+        for (int shift = 12; shift >= 0; shift -= 4) {
+            out.push_back(kHex[(cp >> shift) & 0xf]);
+        }
+    };
+    out.push_back('"');
+    for (std::size_t i = 0; i < text.size();) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c < 0x80) {
+            switch (c) {
+                case '"': out += "\\\""; break;
+                case '\\': out += "\\\\"; break;
+                case '\n': out += "\\n"; break;
+                case '\r': out += "\\r"; break;
+                case '\t': out += "\\t"; break;
+                case '\b': out += "\\b"; break;
+                case '\f': out += "\\f"; break;
+                default:
+                    if (c < 0x20) {
+                        escape(c);
+                    } else {
+                        out.push_back(static_cast<char>(c));
+                    }
+            }
+            ++i;
+            continue;
+        }
+        // Decode one UTF-8 sequence (the body was valid JSON, so the text is valid UTF-8).
+        const int len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+        std::uint32_t cp = c & (len == 4 ? 0x07 : len == 3 ? 0x0f : 0x1f);
+        for (int k = 1; k < len && i + static_cast<std::size_t>(k) < text.size(); ++k) {
+            cp = (cp << 6) | (static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]) & 0x3f);
+        }
+        i += static_cast<std::size_t>(len);
+        if (cp >= 0x10000) {
+            cp -= 0x10000;
+            escape(0xd800 + (cp >> 10));
+            escape(0xdc00 + (cp & 0x3ff));
+        } else {
+            escape(cp);
+        }
+    }
+    out.push_back('"');
+}
+
 bool parse_json(std::string_view body, rapidjson::Document& doc) {
     doc.Parse<rapidjson::kParseIterativeFlag>(body.data(), body.size());
     return !doc.HasParseError();

@@ -58,6 +58,11 @@ std::string py_float(double value);
 // The JSON number as Python would print it after json.loads (int stays int, float gets repr).
 std::string py_number(const rapidjson::Value& v);
 
+// Appends `text` as a JSON string the way Python's json.dumps writes it by default
+// (ensure_ascii: every non-ASCII code point as a lower-case \uXXXX escape, surrogate pairs above
+// the BMP).
+void py_json_string(std::string_view text, std::string& out);
+
 // Parses a request body. Iterative parsing keeps deep nesting off the stack.
 bool parse_json(std::string_view body, rapidjson::Document& doc);
 

@@ -1,4 +1,5 @@
-// infergate-emulator: a deterministic sglang / openai (vLLM) backend for tests, demos and
+// infergate-emulator: a deterministic backend in seven dialects (openai/vLLM, sglang, tgi, ollama,
+// llamacpp, vllm_legacy, anthropic) for tests, demos and
 // benchmarks. See docs/emulator.md.
 #include <csignal>
 #include <cstdio>

@@ -16,7 +16,12 @@ constexpr int kDefaultCompletionBudget = 16;
 class Parser {
 public:
     Parser(const Value& doc, bool chat, OaiFlavor flavor, const Options& options, OaiRequest& out)
-        : doc_(doc), chat_(chat), vllm_(flavor == OaiFlavor::kVllm), options_(options), out_(out) {}
+        : doc_(doc),
+          chat_(chat),
+          vllm_(flavor == OaiFlavor::kVllm),
+          flavor_(flavor),
+          options_(options),
+          out_(out) {}
 
     std::optional<OaiError> run();
 
@@ -45,6 +50,7 @@ private:
     const Value& doc_;
     bool chat_;
     bool vllm_;
+    OaiFlavor flavor_;
     const Options& options_;
     OaiRequest& out_;
 
@@ -66,6 +72,16 @@ std::optional<OaiError> Parser::run() {
     }
     if (auto e = chat_ ? parse_messages() : parse_prompt()) {
         return e;
+    }
+    if (flavor_ == OaiFlavor::kTgi || flavor_ == OaiFlavor::kLlamacpp) {
+        out_.requested_max_tokens = max_tokens_;
+        out_.temperature = temperature_;
+        out_.top_p = top_p_;
+        out_.n = static_cast<int>(std::clamp<std::int64_t>(n_, 1, 1024));
+        if (out_.model.empty() || (flavor_ == OaiFlavor::kTgi && out_.model == "tgi")) {
+            out_.model = options_.model;
+        }
+        return std::nullopt;
     }
     const Value* stream_options = member(doc_, "stream_options");
     if (vllm_ && stream_options != nullptr && !out_.stream) {

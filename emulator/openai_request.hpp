@@ -13,7 +13,9 @@
 
 namespace infergate::emulator {
 
-enum class OaiFlavor { kVllm, kSglang };
+// kTgi / kLlamacpp: those servers' own OpenAI layers (compat_openai.cpp) — parsed with the same
+// types, but budgets and sampling checks are left to the caller (raw values below).
+enum class OaiFlavor { kVllm, kSglang, kTgi, kLlamacpp };
 
 struct OaiRequest {
     bool chat = false;
@@ -25,6 +27,10 @@ struct OaiRequest {
     bool stream = false;
     bool include_usage = false;
     bool continuous_usage = false;
+    // As sent, for the compat flavours' own checks.
+    std::optional<std::int64_t> requested_max_tokens;
+    std::optional<double> temperature;
+    std::optional<double> top_p;
 };
 
 struct OaiError {

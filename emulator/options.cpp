@@ -12,12 +12,13 @@ namespace {
 constexpr std::string_view kUsage =
     R"(usage: infergate-emulator [options]
 
-A deterministic LLM inference backend that speaks the sglang or the openai (vLLM-flavoured)
-HTTP dialect byte for byte. See docs/emulator.md.
+A deterministic LLM inference backend that speaks one inference server's HTTP dialect byte for
+byte. See docs/emulator.md.
 
 options:
   --listen HOST:PORT       address to listen on (default 127.0.0.1:8000; port 0 = ephemeral)
-  --dialect sglang|openai  wire dialect (default openai)
+  --dialect NAME           wire dialect (default openai): openai (vLLM) | sglang | tgi |
+                           ollama | llamacpp | vllm_legacy | anthropic
   --model NAME             served model name (default emulator-model)
   --max-model-len N        context length reported and enforced (default 4096)
   --ttft-ms N              delay before the first chunk (default 0)
@@ -27,13 +28,15 @@ options:
   --fault MODE             status:NNN | reset | reset_midstream | close_midstream | stall |
                            stall_midstream | garbage | error_event | none
   --fault-after N          events written before a mid-stream fault (default 2)
+  --legacy-delimiter D     vllm_legacy stream record delimiter: newline (default) | nul
   --threads N              io_contexts, one SO_REUSEPORT listener each (default 1)
   --quiet                  no per-request log lines on stderr
   --help                   this text
 
 per-request headers (override the options above):
   X-Emulator-TTFT-Ms, X-Emulator-ITL-Ms, X-Emulator-Tokens-Per-Chunk, X-Emulator-Eos-After
-  (a number, or "none"), X-Emulator-Fault (a MODE), X-Emulator-Fault-After
+  (a number, or "none"), X-Emulator-Fault (a MODE), X-Emulator-Fault-After,
+  X-Emulator-Legacy-Delimiter (newline | nul)
 )";
 
 [[noreturn]] void fail(const std::string& message) {
@@ -66,6 +69,17 @@ bool parse_eos_after(std::string_view text, std::optional<int>& out) {
     return true;
 }
 
+bool parse_delimiter(std::string_view text, bool& nul) {
+    if (text == "nul" || text == "\\0") {
+        nul = true;
+    } else if (text == "newline" || text == "\\n") {
+        nul = false;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 void parse_listen(std::string_view text, Options& options) {
     const auto colon = text.rfind(':');
     if (colon == std::string_view::npos) {
@@ -84,6 +98,21 @@ void parse_listen(std::string_view text, Options& options) {
 }
 
 }  // namespace
+
+std::optional<Dialect> parse_dialect(std::string_view name) {
+    static constexpr std::pair<std::string_view, Dialect> kNames[] = {
+        {"openai", Dialect::kOpenai},     {"sglang", Dialect::kSglang},
+        {"tgi", Dialect::kTgi},           {"ollama", Dialect::kOllama},
+        {"llamacpp", Dialect::kLlamacpp}, {"vllm_legacy", Dialect::kVllmLegacy},
+        {"anthropic", Dialect::kAnthropic},
+    };
+    for (const auto& [text, dialect] : kNames) {
+        if (text == name) {
+            return dialect;
+        }
+    }
+    return std::nullopt;
+}
 
 std::optional<Fault> parse_fault(std::string_view text) {
     if (text.empty() || text == "none") {
@@ -129,7 +158,7 @@ Options parse_command_line(int argc, char** argv) {
         static constexpr std::string_view kValued[] = {
             "--listen",  "--dialect",          "--model",     "--max-model-len", "--ttft-ms",
             "--itl-ms",  "--tokens-per-chunk", "--eos-after", "--fault",         "--fault-after",
-            "--threads",
+            "--threads", "--legacy-delimiter",
         };
         std::string_view name = arg;
         std::string_view value;
@@ -156,13 +185,12 @@ Options parse_command_line(int argc, char** argv) {
         if (name == "--listen") {
             parse_listen(value, options);
         } else if (name == "--dialect") {
-            if (value == "sglang") {
-                options.dialect = Dialect::kSglang;
-            } else if (value == "openai") {
-                options.dialect = Dialect::kOpenai;
-            } else {
-                fail("--dialect must be sglang or openai");
+            const auto dialect = parse_dialect(value);
+            if (!dialect) {
+                fail("--dialect must be one of openai, sglang, tgi, ollama, llamacpp, "
+                     "vllm_legacy, anthropic");
             }
+            options.dialect = *dialect;
         } else if (name == "--model") {
             if (value.empty()) {
                 fail("--model must not be empty");
@@ -188,6 +216,10 @@ Options parse_command_line(int argc, char** argv) {
             k.fault = *fault;
         } else if (name == "--fault-after") {
             want_int(0, k.fault_after);
+        } else if (name == "--legacy-delimiter") {
+            if (!parse_delimiter(value, k.nul_delimiter)) {
+                fail("--legacy-delimiter must be newline or nul");
+            }
         } else if (name == "--threads") {
             want_int(1, options.threads);
         } else {
@@ -234,6 +266,10 @@ bool resolve_knobs(const HttpRequest& req, const Knobs& defaults, Knobs& out, st
     }
     if (auto v = header("X-Emulator-Eos-After"); v && !parse_eos_after(*v, out.eos_after)) {
         error = "invalid X-Emulator-Eos-After header: '" + std::string(*v) + "'";
+        return false;
+    }
+    if (auto v = header("X-Emulator-Legacy-Delimiter"); v && !parse_delimiter(*v, out.nul_delimiter)) {
+        error = "invalid X-Emulator-Legacy-Delimiter header: '" + std::string(*v) + "'";
         return false;
     }
     if (auto v = header("X-Emulator-Fault")) {

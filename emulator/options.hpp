@@ -11,7 +11,10 @@
 
 namespace infergate::emulator {
 
-enum class Dialect { kOpenai, kSglang };
+enum class Dialect { kOpenai, kSglang, kTgi, kOllama, kLlamacpp, kVllmLegacy, kAnthropic };
+
+// "openai", "sglang", "tgi", "ollama", "llamacpp", "vllm_legacy", "anthropic".
+std::optional<Dialect> parse_dialect(std::string_view name);
 
 enum class FaultKind {
     kNone,
@@ -38,6 +41,8 @@ struct Knobs {
     std::optional<int> eos_after;  // none: only the token budget (or a stop rule) ends generation
     Fault fault;
     int fault_after = 2;  // events (stream) written before a mid-stream fault fires
+    // vLLM legacy stream record delimiter: '\n' (since Nov 2024) or '\0' (before).
+    bool nul_delimiter = false;
 };
 
 struct Options {

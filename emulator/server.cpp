@@ -73,10 +73,45 @@ net::awaitable<bool> read_request(Conn& conn, boost::beast::flat_buffer& buffer,
     co_return false;
 }
 
+// What the real server's HTTP stack puts in `server`: uvicorn for the Python servers, nothing for
+// axum (TGI) and Go's net/http (Ollama), llama.cpp's own fingerprint.
+std::string_view server_header(Dialect dialect) {
+    switch (dialect) {
+        case Dialect::kTgi:
+        case Dialect::kOllama:
+        case Dialect::kAnthropic:
+            return "";
+        case Dialect::kLlamacpp:
+            return "llama.cpp";
+        default:
+            return "uvicorn";
+    }
+}
+
+net::awaitable<void> route(Request& req, Conn& conn, const Options& options) {
+    switch (options.dialect) {
+        case Dialect::kSglang:
+            return route_sglang(req, conn, options);
+        case Dialect::kTgi:
+            return route_tgi(req, conn, options);
+        case Dialect::kOllama:
+            return route_ollama(req, conn, options);
+        case Dialect::kLlamacpp:
+            return route_llamacpp(req, conn, options);
+        case Dialect::kVllmLegacy:
+            return route_vllm_legacy(req, conn, options);
+        case Dialect::kAnthropic:
+            return route_anthropic(req, conn, options);
+        default:
+            return route_openai(req, conn, options);
+    }
+}
+
 net::awaitable<void> run_session(tcp::socket socket, const Options& options) {
     boost::system::error_code ec;
     socket.set_option(tcp::no_delay(true), ec);
     Conn conn(std::move(socket));
+    conn.set_server_header(server_header(options.dialect));
     boost::beast::flat_buffer buffer;
     EventList events;  // reused by every stream on this connection
     try {
@@ -91,6 +126,7 @@ net::awaitable<void> run_session(tcp::socket socket, const Options& options) {
             req.received = std::chrono::steady_clock::now();
             req.events = &events;
             req.method = msg.method();
+            req.http = &msg;
             const std::string_view target(msg.target().data(), msg.target().size());
             req.path = target.substr(0, target.find('?'));
             req.body = msg.body();
@@ -98,10 +134,8 @@ net::awaitable<void> run_session(tcp::socket socket, const Options& options) {
             if (!resolve_knobs(msg, options.defaults, req.knobs, knob_error)) {
                 std::string body = R"({"detail":")" + knob_error + "\"}";
                 co_await conn.send(400, kJson, body);
-            } else if (options.dialect == Dialect::kSglang) {
-                co_await route_sglang(req, conn, options);
             } else {
-                co_await route_openai(req, conn, options);
+                co_await route(req, conn, options);
             }
             log_request(options, msg.method_string(), target, req.received);
             if (!conn.is_open() || conn.close_after_response()) {

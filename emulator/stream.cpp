@@ -48,7 +48,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 net::awaitable<bool> apply_early_fault(Conn& conn, const Knobs& knobs, bool stream,
-                                       const ErrorStyle& errors) {
+                                       const ErrorStyle& errors, const Framing& framing) {
     switch (knobs.fault.kind) {
         case FaultKind::kStatus: {
             std::string body;
@@ -65,14 +65,17 @@ net::awaitable<bool> apply_early_fault(Conn& conn, const Knobs& knobs, bool stre
             co_return true;
         case FaultKind::kGarbage:
             if (!stream) {
-                co_await conn.send(200, kJson, kGarbageBody);
+                co_await conn.send(200, framing.body_type, kGarbageBody);
                 co_return true;
             }
-            if (co_await conn.begin_stream(kEventStream)) {
-                for (std::string_view event : kGarbageEvents) {
+            if (co_await conn.begin_stream(framing.stream_type)) {
+                const std::span<const std::string_view> garbage =
+                    framing.garbage.empty() ? std::span<const std::string_view>(kGarbageEvents)
+                                            : framing.garbage;
+                for (std::string_view event : garbage) {
                     co_await conn.send_chunk(event);
                 }
-                co_await conn.send_chunk(kDoneEvent);
+                co_await conn.send_chunk(framing.terminator);
                 co_await conn.end_stream();
             }
             co_return true;
@@ -82,10 +85,11 @@ net::awaitable<bool> apply_early_fault(Conn& conn, const Knobs& knobs, bool stre
 }
 
 net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<ChoiceState>& choices,
-                                EventEncoder& encoder, const ErrorStyle& errors) {
+                                EventEncoder& encoder, const ErrorStyle& errors,
+                                const Framing& framing) {
     const Knobs& knobs = req.knobs;
     // Headers go out at once, like StreamingResponse; the first event waits for TTFT.
-    if (!co_await conn.begin_stream(kEventStream)) {
+    if (!co_await conn.begin_stream(framing.stream_type)) {
         co_return;
     }
     const FaultKind fault = is_midstream(knobs.fault.kind) ? knobs.fault.kind : FaultKind::kNone;
@@ -98,7 +102,10 @@ net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<Choi
         if (fault == FaultKind::kErrorEvent) {
             std::string& event = events.next();
             errors.render_event(kFaultMessage, event);
-            if (co_await conn.send_chunk(event) && co_await conn.send_chunk(kDoneEvent)) {
+            if (event.empty()) {
+                conn.close_clean();
+            } else if (co_await conn.send_chunk(event) &&
+                       co_await conn.send_chunk(framing.terminator)) {
                 co_await conn.end_stream();
             }
         } else {
@@ -131,6 +138,7 @@ net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<Choi
             c.tokens_sent = upto;
             c.finished = last;
         }
+        encoder.on_step_end(choices, events);
         for (std::size_t i = 0; i < events.size(); ++i) {
             if (fault != FaultKind::kNone && written >= knobs.fault_after) {
                 co_await fire();
@@ -157,7 +165,7 @@ net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<Choi
             co_return;
         }
     }
-    if (!co_await conn.send_chunk(kDoneEvent) || !co_await conn.end_stream()) {
+    if (!co_await conn.send_chunk(framing.terminator) || !co_await conn.end_stream()) {
         conn.reset();
     }
 }
@@ -165,6 +173,14 @@ net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<Choi
 net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
                                     const std::vector<ChoiceState>& choices, std::string_view body,
                                     const ErrorStyle& errors) {
+    co_await send_generated(
+        conn, knobs, choices, [body](std::string& out) { out.assign(body); }, errors, kSseFraming);
+}
+
+net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
+                                    const std::vector<ChoiceState>& choices,
+                                    const BodyRenderer& render, const ErrorStyle& errors,
+                                    const Framing& framing) {
     int steps = 1;
     for (const ChoiceState& c : choices) {
         steps = std::max(steps, steps_for(c.out, knobs.tokens_per_chunk));
@@ -180,10 +196,12 @@ net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
         co_await conn.send(500, type, error_body);
         co_return;
     }
+    std::string body;
+    render(body);
     if (is_midstream(kind)) {
         // Announce the whole body, deliver half of it.
-        const bool sent = co_await conn.send_head(200, kJson, body.size()) &&
-                          co_await conn.write_raw(body.substr(0, body.size() / 2));
+        const bool sent = co_await conn.send_head(200, framing.body_type, body.size()) &&
+                          co_await conn.write_raw(std::string_view(body).substr(0, body.size() / 2));
         if (sent) {
             co_await break_connection(conn, kind);
         } else {
@@ -191,7 +209,7 @@ net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
         }
         co_return;
     }
-    if (!co_await conn.send(200, kJson, body)) {
+    if (!co_await conn.send(200, framing.body_type, body)) {
         conn.reset();
     }
 }

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +28,8 @@ struct Request {
     std::string_view body;
     Knobs knobs;
     std::chrono::steady_clock::time_point received;
+    // The parsed message, for dialects that read request headers (content type, versions).
+    const HttpRequest* http = nullptr;
     // Per-connection scratch for stream events, reused across requests (set by the session).
     EventList* events = nullptr;
 };
@@ -69,6 +73,9 @@ public:
     // `choice` advanced from choice.tokens_sent to `tokens`; `last` when it just finished.
     // Called before tokens_sent is updated, so the encoder sees both ends of the step.
     virtual void on_step(ChoiceState& choice, int tokens, bool last, EventList& out) = 0;
+    // After every choice of one engine step: dialects that write one record per step (vLLM
+    // legacy) emit it here.
+    virtual void on_step_end(std::vector<ChoiceState>& choices, EventList& out) {}
     // After every choice finished: finish chunks, usage chunk. Not the [DONE] terminator.
     virtual void on_end(std::vector<ChoiceState>& choices, EventList& out) = 0;
 };
@@ -79,11 +86,23 @@ public:
     // Writes an HTTP error body for `status` into `body`; returns its content type.
     virtual std::string_view render_status(int status, std::string_view message,
                                            std::string& body) const = 0;
-    // Writes one complete in-band error event.
+    // Writes one complete in-band error event. Left empty, the stream is cut without a final
+    // chunk instead (a server without an in-band error shape).
     virtual void render_event(std::string_view message, std::string& event) const = 0;
 };
 
 inline constexpr std::string_view kDoneEvent = "data: [DONE]\n\n";
+
+// How a dialect frames a generation on the wire, besides its events.
+struct Framing {
+    std::string_view stream_type = kEventStream;  // "" = no content-type header
+    std::string_view body_type = kJson;           // non-stream bodies
+    std::string_view terminator = kDoneEvent;     // after the last event; "" = none
+    // What the garbage fault streams; empty = SSE events that are not JSON.
+    std::span<const std::string_view> garbage;
+};
+// SSE with data: [DONE]: vLLM, SGLang and every OpenAI layer.
+inline constexpr Framing kSseFraming{};
 
 // Guards memory: a request may ask for at most this many tokens over all its choices.
 inline constexpr std::int64_t kMaxTotalTokens = std::int64_t{1} << 24;
@@ -91,17 +110,26 @@ inline constexpr std::int64_t kMaxTotalTokens = std::int64_t{1} << 24;
 // Faults that act before any generation: status, reset, stall, garbage. Returns true if one
 // answered (or swallowed) the request.
 net::awaitable<bool> apply_early_fault(Conn& conn, const Knobs& knobs, bool stream,
-                                       const ErrorStyle& errors);
+                                       const ErrorStyle& errors,
+                                       const Framing& framing = kSseFraming);
 
 // Streams `choices` through `encoder`, paced by req.knobs, with mid-stream faults.
 net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<ChoiceState>& choices,
-                                EventEncoder& encoder, const ErrorStyle& errors);
+                                EventEncoder& encoder, const ErrorStyle& errors,
+                                const Framing& framing = kSseFraming);
 
 // Sends a complete non-stream body after the time the generation would have taken, applying the
 // truncation faults (half the body under a full Content-Length).
 net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
                                     const std::vector<ChoiceState>& choices, std::string_view body,
                                     const ErrorStyle& errors);
+// The same, rendering the body only after the generation time has passed, so that bodies which
+// report timings (Ollama durations, llama.cpp timings, TGI headers) report real ones.
+using BodyRenderer = std::function<void(std::string& body)>;
+net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
+                                    const std::vector<ChoiceState>& choices,
+                                    const BodyRenderer& render, const ErrorStyle& errors,
+                                    const Framing& framing);
 
 // Seconds since the request arrived, for SGLang's e2e_latency.
 double seconds_since(std::chrono::steady_clock::time_point start);

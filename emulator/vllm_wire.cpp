@@ -5,6 +5,7 @@
 
 #include "emulator/api.hpp"
 #include "emulator/json_util.hpp"
+#include "emulator/wire_common.hpp"
 
 namespace infergate::emulator {
 namespace {
@@ -39,15 +40,10 @@ void write_usage(JsonWriter& w, int prompt, int completion, bool with_details) {
 
 class VllmEncoder final : public EventEncoder {
 public:
-    explicit VllmEncoder(const OaiContext& ctx) : ctx_(ctx) {
-        // vLLM holds back len(longest stop) - 1 characters so a stop string never leaks into
-        // a delta before it is known to match.
-        if (!ctx.req.stop.keep_stop_string) {
-            for (const std::string& s : ctx.req.stop.strings) {
-                holdback_ = std::max(holdback_, s.empty() ? 0 : s.size() - 1);
-            }
-        }
-    }
+    // vLLM holds back len(longest stop) - 1 characters so a stop string never leaks into a
+    // delta before it is known to match.
+    explicit VllmEncoder(const OaiContext& ctx)
+        : ctx_(ctx), holdback_(stop_holdback(ctx.req.stop)) {}
 
     void on_start(std::vector<ChoiceState>& choices, EventList& out) override {
         if (!ctx_.req.chat) {
@@ -147,18 +143,7 @@ private:
     }
 
     std::string_view next_delta(ChoiceState& c, int tokens, bool last) const {
-        const Output& o = c.out;
-        std::size_t visible = o.final_len;
-        if (!last) {
-            const std::size_t raw =
-                tokens > 0 ? o.text_end[static_cast<std::size_t>(tokens - 1)] : 0;
-            visible = std::min(raw > holdback_ ? raw - holdback_ : 0, o.final_len);
-        }
-        visible = std::max(visible, c.text_sent);
-        const std::string_view delta =
-            std::string_view(o.raw_text).substr(c.text_sent, visible - c.text_sent);
-        c.text_sent = visible;
-        return delta;
+        return take_delta(c, visible_holdback(c.out, tokens, last, holdback_));
     }
 
     const OaiContext& ctx_;

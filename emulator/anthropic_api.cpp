@@ -1,0 +1,366 @@
+// Anthropic's Messages API: POST /v1/messages (message object, or the named-event SSE sequence
+// message_start .. message_stop) and GET /v1/models. Errors are
+// {"type":"error","error":{"type","message"},"request_id"}; mid-stream faults are `event: error`.
+#include <algorithm>
+
+#include "emulator/api.hpp"
+#include "emulator/json_util.hpp"
+#include "emulator/wire_common.hpp"
+
+namespace infergate::emulator {
+namespace {
+
+using boost::beast::http::verb;
+using rapidjson::Value;
+
+constexpr std::string_view kGarbage[] = {
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",<<garbage\xff\xfe\n\n",
+    "event: \x01\x02\ndata: not json at all }}]]\n\n",
+};
+constexpr Framing kFraming{kEventStream, kJson, "", kGarbage};
+
+std::string_view error_type(int status) {
+    switch (status) {
+        case 400: return "invalid_request_error";
+        case 401: return "authentication_error";
+        case 402: return "billing_error";
+        case 403: return "permission_error";
+        case 404: return "not_found_error";
+        case 413: return "request_too_large";
+        case 429: return "rate_limit_error";
+        case 504: return "timeout_error";
+        case 529: return "overloaded_error";
+        default: return "api_error";
+    }
+}
+
+class AnthropicErrors final : public ErrorStyle {
+public:
+    std::string_view render_status(int status, std::string_view message,
+                                   std::string& body) const override {
+        JsonWriter w(body);
+        w.StartObject();
+        w.kv("type", "error");
+        w.key("error");
+        w.StartObject();
+        w.kv("type", error_type(status));
+        w.kv("message", message);
+        w.EndObject();
+        w.kv("request_id", "req_" + random_alnum(24));
+        w.EndObject();
+        return kJson;
+    }
+    // The SDK fixture's bytes: json.dumps spacing, no request_id.
+    void render_event(std::string_view message, std::string& event) const override {
+        event = "event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"api_error\", "
+                "\"message\": ";
+        py_json_string(message, event);
+        event += "}}\n\n";
+    }
+};
+const AnthropicErrors kErrors;
+
+struct MessagesRequest {
+    std::string model;
+    int max_tokens = 0;
+    bool stream = false;
+    PromptKey key;
+    StopRules stop;
+};
+
+std::optional<std::string> add_content(const Value& content, ChatPromptBuilder& builder,
+                                       std::string_view where) {
+    if (content.IsString()) {
+        builder.add_content({content.GetString(), content.GetStringLength()});
+        return std::nullopt;
+    }
+    if (!content.IsArray()) {
+        return std::string(where) + ": Input should be a valid list";
+    }
+    for (const Value& block : content.GetArray()) {
+        const Value* text = member(block, "text");
+        if (text != nullptr && text->IsString()) {
+            builder.add_content({text->GetString(), text->GetStringLength()});
+        }
+    }
+    return std::nullopt;
+}
+
+// The first invalid_request_error the API would give, or nullopt.
+std::optional<std::string> parse_messages(const Value& doc, MessagesRequest& out) {
+    const Value* model = member(doc, "model");
+    if (model == nullptr || !model->IsString()) {
+        return std::string("model: Field required");
+    }
+    out.model.assign(model->GetString(), model->GetStringLength());
+    std::int64_t max_tokens = 0;
+    const Lookup got = get_int(doc, "max_tokens", max_tokens);
+    if (got == Lookup::kAbsent) {
+        return std::string("max_tokens: Field required");
+    }
+    if (got == Lookup::kWrongType || max_tokens < 1) {
+        return std::string("max_tokens: Input should be greater than or equal to 1");
+    }
+    out.max_tokens = static_cast<int>(std::min<std::int64_t>(max_tokens, 1 << 20));
+    const Value* messages = member(doc, "messages");
+    if (messages == nullptr) {
+        return std::string("messages: Field required");
+    }
+    if (!messages->IsArray()) {
+        return std::string("messages: Input should be a valid list");
+    }
+    double number = 0;
+    if (get_number(doc, "temperature", number) == Lookup::kOk && !(number >= 0 && number <= 1)) {
+        return std::string("temperature: range: 0..1");
+    }
+    get_bool(doc, "stream", out.stream);
+    ChatPromptBuilder builder;
+    // The system prompt counts like an OpenAI system message, so counts agree across dialects.
+    if (const Value* system = member(doc, "system")) {
+        builder.add_message("system");
+        if (auto e = add_content(*system, builder, "system")) {
+            return e;
+        }
+    }
+    for (const Value& m : messages->GetArray()) {
+        const Value* role = member(m, "role");
+        if (role == nullptr || !role->IsString()) {
+            return std::string("messages.0.role: Field required");
+        }
+        const std::string_view r(role->GetString(), role->GetStringLength());
+        if (r != "user" && r != "assistant") {
+            return "messages: Unexpected role \"" + std::string(r) +
+                   "\". Allowed roles are \"user\" or \"assistant\"";
+        }
+        builder.add_message(r);
+        if (const Value* content = member(m, "content")) {
+            if (auto e = add_content(*content, builder, "messages.content")) {
+                return e;
+            }
+        }
+    }
+    out.key = builder.finish();
+    if (const Value* stops = member(doc, "stop_sequences")) {
+        if (!stops->IsArray()) {
+            return std::string("stop_sequences: Input should be a valid list");
+        }
+        for (const Value& s : stops->GetArray()) {
+            if (s.IsString()) {
+                out.stop.strings.emplace_back(s.GetString(), s.GetStringLength());
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+std::string_view stop_reason(const Output& o) {
+    return o.finish == Finish::kLength       ? "max_tokens"
+           : o.finish == Finish::kStopString ? "stop_sequence"
+                                             : "end_turn";
+}
+
+void write_stop_sequence(JsonWriter& w, const Output& o) {
+    if (o.finish == Finish::kStopString) {
+        w.kv("stop_sequence", o.matched_string);
+    } else {
+        w.kv_null("stop_sequence");
+    }
+}
+
+void write_usage(JsonWriter& w, int input, int output) {
+    w.key("usage");
+    w.StartObject();
+    w.kv_int("input_tokens", input);
+    w.kv_int("cache_creation_input_tokens", 0);
+    w.kv_int("cache_read_input_tokens", 0);
+    w.kv_int("output_tokens", output);
+    w.kv("service_tier", "standard");
+    w.EndObject();
+}
+
+// message_start, content_block_start, ping, text deltas, content_block_stop, message_delta,
+// message_stop.
+class MessagesEncoder final : public EventEncoder {
+public:
+    MessagesEncoder(const MessagesRequest& r, std::string id)
+        : r_(r), id_(std::move(id)), holdback_(stop_holdback(r.stop)) {}
+    void on_start(std::vector<ChoiceState>&, EventList& out) override {
+        std::string& start = begin(out, "message_start");
+        JsonWriter w(start);
+        w.StartObject();
+        w.kv("type", "message_start");
+        w.key("message");
+        w.StartObject();
+        w.kv("id", id_);
+        w.kv("type", "message");
+        w.kv("role", "assistant");
+        w.key("content");
+        w.StartArray();
+        w.EndArray();
+        w.kv("model", r_.model);
+        w.kv_null("stop_reason");
+        w.kv_null("stop_sequence");
+        write_usage(w, r_.key.tokens, 1);
+        w.EndObject();
+        w.EndObject();
+        start += "\n\n";
+        out.next() = "event: content_block_start\ndata: {\"type\":\"content_block_start\","
+                     "\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n";
+        out.next() = "event: ping\ndata: {\"type\": \"ping\"}\n\n";
+    }
+    void on_step(ChoiceState& c, int tokens, bool last, EventList& out) override {
+        const std::string_view delta =
+            take_delta(c, visible_holdback(c.out, tokens, last, holdback_));
+        if (delta.empty()) {
+            return;
+        }
+        std::string& event = begin(out, "content_block_delta");
+        event += R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":)";
+        JsonWriter w(event);
+        w.str(delta);
+        event += "}}\n\n";
+    }
+    void on_end(std::vector<ChoiceState>& choices, EventList& out) override {
+        const Output& o = choices.front().out;
+        out.next() = "event: content_block_stop\ndata: {\"type\":\"content_block_stop\","
+                     "\"index\":0}\n\n";
+        std::string& delta = begin(out, "message_delta");
+        JsonWriter w(delta);
+        w.StartObject();
+        w.kv("type", "message_delta");
+        w.key("delta");
+        w.StartObject();
+        w.kv("stop_reason", stop_reason(o));
+        write_stop_sequence(w, o);
+        w.EndObject();
+        w.key("usage");
+        w.StartObject();
+        w.kv_int("output_tokens", o.completion_tokens());
+        w.EndObject();
+        w.EndObject();
+        delta += "\n\n";
+        out.next() = "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    }
+
+private:
+    static std::string& begin(EventList& out, std::string_view name) {
+        std::string& event = out.next();
+        event = "event: ";
+        event += name;
+        event += "\ndata: ";
+        return event;
+    }
+    const MessagesRequest& r_;
+    std::string id_;
+    std::size_t holdback_;
+};
+
+bool has_header(const Request& req, std::string_view name) {
+    return req.http == nullptr || req.http->find(name) != req.http->end();
+}
+
+net::awaitable<void> handle_messages(Request& req, Conn& conn, const Options& options) {
+    rapidjson::Document doc;
+    const bool doc_ok = parse_json(req.body, doc) && doc.IsObject();
+    MessagesRequest r;
+    bool stream = false;
+    if (doc_ok) {
+        get_bool(doc, "stream", stream);
+    }
+    conn.add_header("request-id", "req_" + random_alnum(24));
+    if (req.knobs.fault.kind != FaultKind::kNone &&
+        co_await apply_early_fault(conn, req.knobs, stream, kErrors, kFraming)) {
+        co_return;
+    }
+    std::optional<std::string> error;
+    int status = 400;
+    if (!has_header(req, "anthropic-version")) {
+        error = "anthropic-version: header is required";
+    } else if (!doc_ok) {
+        error = "There was an issue with your request body: the JSON could not be parsed";
+    } else if ((error = parse_messages(doc, r))) {
+    } else if (r.model != options.model) {
+        status = 404;
+        error = "model: " + r.model;
+    }
+    if (error) {
+        std::string body;
+        co_await conn.send(status, kErrors.render_status(status, *error, body), body);
+        co_return;
+    }
+    const int room = options.max_model_len - r.key.tokens;
+    if (room <= 0 || r.max_tokens > room) {
+        std::string body;
+        const std::string message = "prompt is too long: " + std::to_string(r.key.tokens) +
+                                    " tokens + max_tokens " + std::to_string(r.max_tokens) +
+                                    " > " + std::to_string(options.max_model_len) + " maximum";
+        co_await conn.send(400, kErrors.render_status(400, message, body), body);
+        co_return;
+    }
+    r.stop.eos_after = req.knobs.eos_after;
+    std::vector<ChoiceState> choices = generate_choices({r.key}, 1, r.max_tokens, r.stop);
+    std::string id = "msg_" + random_alnum(24);
+    if (r.stream) {
+        MessagesEncoder encoder(r, std::move(id));
+        co_await run_stream(conn, req, choices, encoder, kErrors, kFraming);
+        co_return;
+    }
+    auto render = [&](std::string& body) {
+        const Output& o = choices.front().out;
+        JsonWriter w(body);
+        w.StartObject();
+        w.kv("model", r.model);
+        w.kv("id", id);
+        w.kv("type", "message");
+        w.kv("role", "assistant");
+        w.key("content");
+        w.StartArray();
+        w.StartObject();
+        w.kv("type", "text");
+        w.kv("text", o.final_text());
+        w.EndObject();
+        w.EndArray();
+        w.kv("stop_reason", stop_reason(o));
+        write_stop_sequence(w, o);
+        write_usage(w, r.key.tokens, o.completion_tokens());
+        w.EndObject();
+    };
+    co_await send_generated(conn, req.knobs, choices, render, kErrors, kFraming);
+}
+
+std::string models_body(const Options& options) {
+    std::string body;
+    JsonWriter w(body);
+    w.StartObject();
+    w.key("data");
+    w.StartArray();
+    w.StartObject();
+    w.kv("type", "model");
+    w.kv("id", options.model);
+    w.kv("display_name", options.model);
+    w.kv("created_at", "2025-01-01T00:00:00Z");
+    w.EndObject();
+    w.EndArray();
+    w.kv_bool("has_more", false);
+    w.kv("first_id", options.model);
+    w.kv("last_id", options.model);
+    w.EndObject();
+    return body;
+}
+
+}  // namespace
+
+net::awaitable<void> route_anthropic(Request& req, Conn& conn, const Options& options) {
+    std::string body;
+    if (req.path == "/v1/messages" && req.method == verb::post) {
+        co_await handle_messages(req, conn, options);
+    } else if (req.path == "/v1/models" && req.method == verb::get) {
+        co_await conn.send(200, kJson, models_body(options));
+    } else if (req.path == "/v1/messages" || req.path == "/v1/models") {
+        co_await conn.send(405, kErrors.render_status(405, "Method Not Allowed", body), body);
+    } else {
+        co_await conn.send(404, kErrors.render_status(404, "Not Found", body), body);
+    }
+}
+
+}  // namespace infergate::emulator

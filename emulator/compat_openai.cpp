@@ -1,0 +1,378 @@
+// The OpenAI layers of TGI (router/src/server.rs chat_completions / completions) and llama.cpp
+// (server-task.cpp to_json_oaicompat*). Requests are parsed by openai_request.cpp; budgets,
+// checks and every wire shape are the servers' own (api-dialects §5.7 and §7.6).
+#include <algorithm>
+
+#include "emulator/api.hpp"
+#include "emulator/json_util.hpp"
+#include "emulator/llamacpp.hpp"
+#include "emulator/tgi_request.hpp"
+#include "emulator/wire_common.hpp"
+
+namespace infergate::emulator {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::string_view kTgiDone = "data:[DONE]\n\n";
+constexpr Framing kTgiFraming{"text/event-stream", kJson, kTgiDone, {}};
+constexpr Framing kLlamaFraming{"text/event-stream", kLlamaJson, kDoneEvent, {}};
+
+struct CompatContext {
+    const OaiRequest& req;
+    bool tgi = false;
+    std::string id;
+    std::int64_t created = 0;
+    int prompt_tokens = 0;
+    int completion_tokens = 0;
+    LlamaTimes times;
+};
+
+std::string fingerprint(bool tgi) {
+    return tgi ? std::string(kTgiVersion) + "-native" : std::string(kLlamaBuild);
+}
+
+// TGI's FinishReason::format(true) on chat; completions streams keep the raw name.
+std::string_view tgi_reason(const Output& o, bool openai) {
+    return o.finish == Finish::kLength       ? "length"
+           : o.finish == Finish::kStopString ? "stop_sequence"
+           : openai                          ? "stop"
+                                             : "eos_token";
+}
+
+void write_usage(JsonWriter& w, const CompatContext& ctx, int prompt, int completion) {
+    w.key("usage");
+    w.StartObject();
+    if (ctx.tgi) {
+        w.kv_int("prompt_tokens", prompt);
+        w.kv_int("completion_tokens", completion);
+    } else {
+        w.kv_int("completion_tokens", completion);
+        w.kv_int("prompt_tokens", prompt);
+    }
+    w.kv_int("total_tokens", prompt + completion);
+    w.EndObject();
+}
+
+// TGI's text keeps a matched stop sequence; llama.cpp's does not.
+std::string_view final_text(const CompatContext& ctx, const Output& o) {
+    return ctx.tgi ? std::string_view(o.raw_text) : o.final_text();
+}
+
+void tgi_head(JsonWriter& w, const CompatContext& ctx, bool chunk) {
+    const bool chat = ctx.req.chat;
+    w.kv("object", chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion");
+    w.kv("id", "");
+    w.kv_int("created", ctx.created);
+    w.kv("model", ctx.req.model);
+    w.kv("system_fingerprint", fingerprint(true));
+}
+
+void llama_tail(JsonWriter& w, const CompatContext& ctx, bool chunk) {
+    w.kv_int("created", ctx.created);
+    w.kv("id", ctx.id);
+    w.kv("model", ctx.req.model);
+    w.kv("system_fingerprint", fingerprint(false));
+    w.kv("object", ctx.req.chat ? (chunk ? "chat.completion.chunk" : "chat.completion")
+                                : "text_completion");
+}
+
+void write_finish(JsonWriter& w, std::optional<std::string_view> finish, bool empty_string) {
+    w.key("finish_reason");
+    if (finish) {
+        w.str(*finish);
+    } else if (empty_string) {
+        w.str("");  // TGI's intermediate completion chunks: empty string, not null
+    } else {
+        w.Null();
+    }
+}
+
+void write_choice(JsonWriter& w, const CompatContext& ctx, const ChoiceState& c,
+                  std::string_view text, std::optional<std::string_view> finish, bool delta,
+                  bool role) {
+    w.StartObject();
+    if (!ctx.req.chat) {
+        // TGI: index, text, logprobs, finish_reason; llama.cpp: text, index, logprobs, ...
+        if (ctx.tgi) {
+            w.kv_int("index", c.index);
+            w.kv("text", text);
+        } else {
+            w.kv("text", text);
+            w.kv_int("index", c.index);
+        }
+        w.kv_null("logprobs");
+        write_finish(w, finish, ctx.tgi && delta);
+        w.EndObject();
+        return;
+    }
+    if (!ctx.tgi) {
+        write_finish(w, finish, false);
+    }
+    w.kv_int("index", c.index);
+    w.key(delta ? "delta" : "message");
+    w.StartObject();
+    if (role || ctx.tgi || !delta) {
+        w.kv("role", "assistant");
+    }
+    if (role && !ctx.tgi) {
+        w.kv_null("content");  // llama.cpp's first chunk: content null
+    } else if (!(delta && !ctx.tgi && finish)) {
+        w.kv("content", text);  // llama.cpp's finish chunk has an empty delta
+    }
+    w.EndObject();
+    if (ctx.tgi) {
+        w.kv_null("logprobs");
+        write_finish(w, finish, false);
+    }
+    w.EndObject();
+}
+
+class CompatEncoder final : public EventEncoder {
+public:
+    explicit CompatEncoder(CompatContext& ctx) : ctx_(ctx) {}
+
+    void on_start(std::vector<ChoiceState>& choices, EventList& out) override {
+        ctx_.times.first = Clock::now();
+        if (ctx_.tgi || !ctx_.req.chat) {
+            return;
+        }
+        for (const ChoiceState& c : choices) {  // llama.cpp: role first, content null
+            chunk(out, c, "", std::nullopt, true, false, nullptr);
+        }
+    }
+
+    void on_step(ChoiceState& c, int tokens, bool last, EventList& out) override {
+        if (ctx_.tgi) {  // one chunk per token, the finish on the last one
+            for (int k = c.tokens_sent; k < tokens; ++k) {
+                const auto end = static_cast<std::size_t>(k + 1);
+                const std::size_t from = raw_len_after(c.out, k);
+                const std::string_view text =
+                    std::string_view(c.out.raw_text).substr(from, c.out.text_end[end - 1] - from);
+                const bool final = last && k + 1 == tokens;
+                chunk(out, c, text,
+                      final ? std::optional(tgi_reason(c.out, ctx_.req.chat)) : std::nullopt,
+                      false, final && !ctx_.req.chat, nullptr);
+            }
+            return;
+        }
+        const std::string_view delta =
+            take_delta(c, visible_partial_stop(c.out, tokens, last, ctx_.req.stop.strings));
+        if (!delta.empty()) {
+            chunk(out, c, delta, std::nullopt, false, false, nullptr);
+        }
+        if (last) {
+            const std::string_view reason = c.out.finish == Finish::kLength ? "length" : "stop";
+            // Completions: the final chunk always has usage; chat: timings unless a usage
+            // chunk follows.
+            const bool usage = !ctx_.req.chat;
+            const bool timings = !ctx_.req.chat || !ctx_.req.include_usage;
+            chunk(out, c, "", reason, false, usage, timings ? &c : nullptr);
+        }
+    }
+
+    void on_end(std::vector<ChoiceState>& choices, EventList& out) override {
+        if (!ctx_.req.chat || !ctx_.req.include_usage) {
+            return;
+        }
+        std::string& event = begin(out);
+        JsonWriter w(event);
+        w.StartObject();
+        if (ctx_.tgi) {
+            tgi_head(w, ctx_, true);
+        }
+        w.key("choices");
+        w.StartArray();
+        w.EndArray();
+        if (!ctx_.tgi) {
+            llama_tail(w, ctx_, true);
+        }
+        write_usage(w, ctx_, ctx_.prompt_tokens, ctx_.completion_tokens);
+        if (!ctx_.tgi) {
+            write_llamacpp_timings(w, ctx_.times, ctx_.prompt_tokens, ctx_.completion_tokens);
+        }
+        w.EndObject();
+        event += "\n\n";
+    }
+
+private:
+    std::string& begin(EventList& out) const {
+        std::string& event = out.next();
+        event = ctx_.tgi ? "data:" : "data: ";
+        return event;
+    }
+
+    void chunk(EventList& out, const ChoiceState& c, std::string_view text,
+               std::optional<std::string_view> finish, bool role, bool usage,
+               const ChoiceState* timings) const {
+        std::string& event = begin(out);
+        JsonWriter w(event);
+        w.StartObject();
+        if (ctx_.tgi) {
+            tgi_head(w, ctx_, true);
+        }
+        w.key("choices");
+        w.StartArray();
+        write_choice(w, ctx_, c, text, finish, true, role);
+        w.EndArray();
+        if (!ctx_.tgi) {
+            llama_tail(w, ctx_, true);
+        }
+        if (usage) {  // per prompt (TGI completions) / per request (llama.cpp completions)
+            write_usage(w, ctx_, c.prompt_tokens, c.out.completion_tokens());
+        } else if (ctx_.tgi) {
+            w.kv_null("usage");
+        }
+        if (timings != nullptr) {
+            write_llamacpp_timings(w, ctx_.times, c.prompt_tokens, c.out.completion_tokens());
+        }
+        w.EndObject();
+        event += "\n\n";
+    }
+
+    CompatContext& ctx_;
+};
+
+void render_response(const CompatContext& ctx, const std::vector<ChoiceState>& choices,
+                     std::string& body) {
+    JsonWriter w(body);
+    w.StartObject();
+    if (ctx.tgi) {
+        tgi_head(w, ctx, false);
+    }
+    w.key("choices");
+    w.StartArray();
+    for (const ChoiceState& c : choices) {
+        const std::string_view reason =
+            ctx.tgi ? tgi_reason(c.out, true)
+                    : (c.out.finish == Finish::kLength ? "length" : "stop");
+        write_choice(w, ctx, c, final_text(ctx, c.out), reason, false, false);
+    }
+    w.EndArray();
+    if (!ctx.tgi) {
+        llama_tail(w, ctx, false);
+    }
+    write_usage(w, ctx, ctx.prompt_tokens, ctx.completion_tokens);
+    if (!ctx.tgi) {
+        write_llamacpp_timings(w, ctx.times, ctx.prompt_tokens, ctx.completion_tokens);
+    }
+    w.EndObject();
+}
+
+class TgiOaiErrors final : public ErrorStyle {
+public:
+    std::string_view render_status(int status, std::string_view message,
+                                   std::string& body) const override {
+        JsonWriter w(body);
+        w.StartObject();
+        w.kv("error", message);
+        w.kv("error_type", status == 422 ? "validation" : "generation");
+        w.EndObject();
+        return kJson;
+    }
+    void render_event(std::string_view message, std::string& event) const override {
+        event = "data:";
+        JsonWriter w(event);
+        w.StartObject();
+        w.key("error");
+        w.StartObject();
+        w.kv("message", message);
+        w.kv_int("http_status_code", 500);
+        w.EndObject();
+        w.EndObject();
+        event += "\n\n";
+    }
+};
+const TgiOaiErrors kTgiErrors;
+
+net::awaitable<void> handle_compat(Request& req, Conn& conn, const Options& options, bool chat,
+                                   bool tgi) {
+    const ErrorStyle& errors = tgi ? static_cast<const ErrorStyle&>(kTgiErrors) : llamacpp_errors();
+    const Framing& framing = tgi ? kTgiFraming : kLlamaFraming;
+    rapidjson::Document doc;
+    const bool doc_ok = parse_json(req.body, doc);
+    bool stream = false;
+    if (doc_ok && doc.IsObject()) {
+        get_bool(doc, "stream", stream);
+    }
+    if (req.knobs.fault.kind != FaultKind::kNone &&
+        co_await apply_early_fault(conn, req.knobs, stream, errors, framing)) {
+        co_return;
+    }
+    OaiRequest oai;
+    std::optional<OaiError> error = parse_oai_request(
+        doc, doc_ok, chat, tgi ? OaiFlavor::kTgi : OaiFlavor::kLlamacpp, options, oai);
+    int longest = 0;
+    for (const PromptKey& p : oai.prompts) {
+        longest = std::max(longest, p.tokens);
+    }
+    const int room = options.max_model_len - longest;
+    if (!error && tgi) {
+        if (auto m = tgi_check_sampling(oai.temperature == 0.0 ? std::nullopt : oai.temperature,
+                                        oai.top_p, std::nullopt, oai.requested_max_tokens)) {
+            error = OaiError{422, "Input validation error: " + *m, false};
+        } else if (room <= 0 || oai.requested_max_tokens.value_or(0) > room) {
+            error = OaiError{422,
+                             "Input validation error: `inputs` tokens + `max_new_tokens` must be <= " +
+                                 std::to_string(options.max_model_len) + ". Given: " +
+                                 std::to_string(longest) + " `inputs` tokens and " +
+                                 std::to_string(oai.requested_max_tokens.value_or(room)) +
+                                 " `max_new_tokens`",
+                             false};
+        }
+    } else if (!error && room <= 0) {
+        error = OaiError{400, "the request exceeds the available context size, try increasing it",
+                         false};
+    }
+    if (error) {
+        std::string body;
+        if (tgi && error->framework) {
+            co_await conn.send(422, kPlainText,
+                               "Failed to deserialize the JSON body into the target type: " +
+                                   error->message);
+        } else if (tgi) {
+            co_await conn.send(422, errors.render_status(422, error->message, body), body);
+        } else {
+            render_llamacpp_error(error->status, error->message, body);
+            co_await conn.send(error->status, kLlamaJson, body);
+        }
+        co_return;
+    }
+    // Both fill the context when no budget is given (TGI v3, llama.cpp n_predict -1).
+    const std::int64_t wanted = oai.requested_max_tokens.value_or(room);
+    oai.max_tokens = static_cast<int>(std::clamp<std::int64_t>(wanted, 0, room));
+    oai.n = 1;  // TGI ignores n; llama.cpp serves one choice per prompt
+    oai.stop.keep_stop_string = tgi;
+    oai.stop.eos_after = req.knobs.eos_after;
+    std::vector<ChoiceState> choices = generate_choices(oai.prompts, 1, oai.max_tokens, oai.stop);
+    CompatContext ctx{oai, tgi, (chat ? "chatcmpl-" : "cmpl-") + random_alnum(32), unix_now(), 0,
+                      0, {req.received, Clock::now()}};
+    for (const ChoiceState& c : choices) {
+        ctx.prompt_tokens += c.prompt_tokens;
+        ctx.completion_tokens += c.out.completion_tokens();
+    }
+    if (oai.stream) {
+        CompatEncoder encoder(ctx);
+        co_await run_stream(conn, req, choices, encoder, errors, framing);
+        co_return;
+    }
+    auto render = [&](std::string& body) {
+        ctx.times.first = req.received + std::chrono::milliseconds(req.knobs.ttft_ms);
+        render_response(ctx, choices, body);
+    };
+    co_await send_generated(conn, req.knobs, choices, render, errors, framing);
+}
+
+}  // namespace
+
+net::awaitable<void> handle_tgi_openai(Request& req, Conn& conn, const Options& options,
+                                       bool chat) {
+    co_await handle_compat(req, conn, options, chat, true);
+}
+
+net::awaitable<void> handle_llamacpp_openai(Request& req, Conn& conn, const Options& options,
+                                            bool chat) {
+    co_await handle_compat(req, conn, options, chat, false);
+}
+
+}  // namespace infergate::emulator

@@ -1,0 +1,123 @@
+// llama.cpp's shared wire pieces: the error shape, the timings object and the info bodies.
+#include <chrono>
+
+#include "emulator/api.hpp"
+#include "emulator/llamacpp.hpp"
+
+namespace infergate::emulator {
+
+using Clock = std::chrono::steady_clock;
+
+std::string_view llamacpp_error_type(int status) {
+    switch (status) {
+        case 400: return "invalid_request_error";
+        case 401: return "authentication_error";
+        case 403: return "permission_error";
+        case 404: return "not_found_error";
+        case 501: return "not_supported_error";
+        case 503: return "unavailable_error";
+        default: return "server_error";
+    }
+}
+
+void render_llamacpp_error(int status, std::string_view message, std::string& body) {
+    JsonWriter w(body);
+    w.StartObject();
+    w.key("error");
+    w.StartObject();
+    w.kv_int("code", status);
+    w.kv("message", message);
+    w.kv("type", llamacpp_error_type(status));
+    w.EndObject();
+    w.EndObject();
+}
+
+void write_llamacpp_timings(JsonWriter& w, const LlamaTimes& t, int prompt_n, int predicted_n) {
+    const double prompt_ms =
+        std::chrono::duration<double, std::milli>(t.first - t.received).count();
+    const double predicted_ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - t.first).count();
+    auto rate = [](double ms, int n) { return ms > 0 ? 1000.0 * n / ms : 0.0; };
+    w.key("timings");
+    w.StartObject();
+    w.kv_int("cache_n", 0);
+    w.kv_int("prompt_n", prompt_n);
+    w.key("prompt_ms");
+    w.Double(prompt_ms);
+    w.key("prompt_per_token_ms");
+    w.Double(prompt_n > 0 ? prompt_ms / prompt_n : 0.0);
+    w.key("prompt_per_second");
+    w.Double(rate(prompt_ms, prompt_n));
+    w.kv_int("predicted_n", predicted_n);
+    w.key("predicted_ms");
+    w.Double(predicted_ms);
+    w.key("predicted_per_token_ms");
+    w.Double(predicted_n > 0 ? predicted_ms / predicted_n : 0.0);
+    w.key("predicted_per_second");
+    w.Double(rate(predicted_ms, predicted_n));
+    w.EndObject();
+}
+
+std::string llamacpp_props_body(const Options& options) {
+    std::string body;
+    JsonWriter w(body);
+    w.StartObject();
+    w.key("default_generation_settings");
+    w.StartObject();
+    w.kv_int("id", 0);
+    w.kv_int("id_task", -1);
+    w.kv_int("n_ctx", options.max_model_len);
+    w.kv_bool("speculative", false);
+    w.kv_bool("is_processing", false);
+    w.key("params");
+    w.StartObject();
+    w.kv_int("n_predict", -1);
+    w.kv_int("seed", 4294967295);
+    w.key("temperature");
+    w.Double(0.8);
+    w.kv_int("top_k", 40);
+    w.key("top_p");
+    w.Double(0.95);
+    w.EndObject();
+    w.kv("prompt", "");
+    w.EndObject();
+    w.kv_int("total_slots", 1);
+    w.kv("model_path", "/models/" + options.model + ".gguf");
+    w.kv("chat_template", "{% for m in messages %}<|{{ m.role }}|> {{ m.content }} {% endfor %}");
+    w.key("modalities");
+    w.StartObject();
+    w.kv_bool("vision", false);
+    w.EndObject();
+    w.kv("build_info", kLlamaBuild);
+    w.EndObject();
+    return body;
+}
+
+std::string llamacpp_models_body(const Options& options) {
+    std::string body;
+    JsonWriter w(body);
+    w.StartObject();
+    w.kv("object", "list");
+    w.key("data");
+    w.StartArray();
+    w.StartObject();
+    w.kv("id", options.model);
+    w.kv("object", "model");
+    w.kv_int("created", unix_now());
+    w.kv("owned_by", "llamacpp");
+    w.key("meta");
+    w.StartObject();
+    w.kv_int("vocab_type", 2);
+    w.kv_int("n_vocab", kTokenIdBase + static_cast<std::int64_t>(vocabulary().size()));
+    w.kv_int("n_ctx_train", options.max_model_len);
+    w.kv_int("n_embd", 4096);
+    w.kv_int("n_params", 7'241'732'096);
+    w.kv_int("size", 4'683'087'332);
+    w.EndObject();
+    w.EndObject();
+    w.EndArray();
+    w.EndObject();
+    return body;
+}
+
+}  // namespace infergate::emulator

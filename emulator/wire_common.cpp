@@ -1,0 +1,142 @@
+#include "emulator/wire_common.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <ctime>
+
+namespace infergate::emulator {
+
+std::size_t raw_len_after(const Output& out, int tokens) {
+    return tokens > 0 ? out.text_end[static_cast<std::size_t>(tokens - 1)] : 0;
+}
+
+std::size_t visible_holdback(const Output& out, int tokens, bool last, std::size_t holdback) {
+    if (last) {
+        return out.final_len;
+    }
+    const std::size_t raw = raw_len_after(out, tokens);
+    return std::min(raw > holdback ? raw - holdback : 0, out.final_len);
+}
+
+std::size_t stop_holdback(const StopRules& rules) {
+    std::size_t holdback = 0;
+    if (!rules.keep_stop_string) {
+        for (const std::string& s : rules.strings) {
+            holdback = std::max(holdback, s.empty() ? 0 : s.size() - 1);
+        }
+    }
+    return holdback;
+}
+
+std::size_t visible_partial_stop(const Output& out, int tokens, bool last,
+                                 const std::vector<std::string>& stops) {
+    if (last) {
+        return out.final_len;
+    }
+    const std::size_t raw = std::min(raw_len_after(out, tokens), out.final_len);
+    const std::string_view text(out.raw_text.data(), raw);
+    std::size_t held = 0;
+    for (const std::string& s : stops) {
+        // Longest proper prefix of s that the text ends with.
+        for (std::size_t k = std::min(s.size() - (s.empty() ? 0 : 1), text.size()); k > held;
+             --k) {
+            if (text.substr(text.size() - k) == std::string_view(s).substr(0, k)) {
+                held = k;
+                break;
+            }
+        }
+    }
+    return raw - held;
+}
+
+std::string_view take_delta(ChoiceState& c, std::size_t visible) {
+    visible = std::max(visible, c.text_sent);
+    const std::string_view delta =
+        std::string_view(c.out.raw_text).substr(c.text_sent, visible - c.text_sent);
+    c.text_sent = visible;
+    return delta;
+}
+
+std::string rfc3339_now() {
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(now);
+    const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(now - secs).count();
+    const std::time_t t = secs.count();
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[64];
+    std::size_t len = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+    if (nanos != 0) {
+        char frac[16];
+        std::snprintf(frac, sizeof(frac), ".%09lld", static_cast<long long>(nanos));
+        std::size_t flen = 10;
+        while (frac[flen - 1] == '0') {
+            --flen;
+        }
+        std::copy(frac, frac + flen, buf + len);
+        len += flen;
+    }
+    buf[len++] = 'Z';
+    return {buf, len};
+}
+
+std::int64_t nanos_between(std::chrono::steady_clock::time_point from,
+                           std::chrono::steady_clock::time_point to) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
+}
+
+std::vector<std::int64_t> pseudo_token_ids(std::string_view text) {
+    std::vector<std::int64_t> ids;
+    const auto vocab = vocabulary();
+    std::size_t i = 0;
+    while (i < text.size()) {
+        while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) {
+            ++i;
+        }
+        const std::size_t start = i;
+        while (i < text.size() && !std::isspace(static_cast<unsigned char>(text[i]))) {
+            ++i;
+        }
+        if (i == start) {
+            break;
+        }
+        const std::string_view word = text.substr(start, i - start);
+        const auto it = std::find(vocab.begin(), vocab.end(), word);
+        if (it != vocab.end()) {
+            ids.push_back(kTokenIdBase + (it - vocab.begin()));
+        } else {
+            std::uint64_t h = 1469598103934665603ULL;
+            for (unsigned char ch : word) {
+                h = (h ^ ch) * 1099511628211ULL;
+            }
+            ids.push_back(1000 + static_cast<std::int64_t>(h % 31000));
+        }
+    }
+    if (ids.empty()) {
+        ids.push_back(1);  // prompt_from_text counts an empty prompt as one token
+    }
+    return ids;
+}
+
+std::string random_alnum(std::size_t n) {
+    static constexpr char kChars[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    std::string hex;
+    std::string out;
+    out.reserve(n);
+    while (out.size() < n) {
+        hex = random_hex_id();
+        for (std::size_t i = 0; i + 1 < hex.size() && out.size() < n; i += 2) {
+            const int v = std::stoi(hex.substr(i, 2), nullptr, 16);
+            out.push_back(kChars[v % 62]);
+        }
+    }
+    return out;
+}
+
+double fake_logprob(std::int64_t token_id) {
+    return -static_cast<double>(token_id % 16 + 1) / 16.0;
+}
+
+}  // namespace infergate::emulator
