@@ -141,7 +141,21 @@ std::string Exchange::upstream_model(const canonical::GenerationRequest& req) co
             return a.target;
         }
     }
-    return req.model.empty() ? worker_.backend().served_model : req.model;
+    const std::string& served = worker_.backend().served_model;
+    if (req.model.empty()) {
+        return served;
+    }
+    // Ollama names a model's default tag either way: "llama3.2" is "llama3.2:latest".
+    constexpr std::string_view kLatest = ":latest";
+    if (req.model.size() == served.size() + kLatest.size() && req.model.starts_with(served) &&
+        req.model.ends_with(kLatest)) {
+        return served;
+    }
+    if (served.size() == req.model.size() + kLatest.size() && served.starts_with(req.model) &&
+        served.ends_with(kLatest)) {
+        return served;
+    }
+    return req.model;
 }
 
 std::string Exchange::client_model(const canonical::GenerationRequest& req) const {
