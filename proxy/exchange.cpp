@@ -8,6 +8,7 @@
 #include "proxy/upstream_pool.hpp"
 #include "proxy/worker.hpp"
 #include "translators/canonical/json.hpp"
+#include "translators/canonical/stop_trim.hpp"
 #include "translators/classify.hpp"
 #include "translators/framing/framing.hpp"
 #include "translators/ollama/codec.hpp"
@@ -293,6 +294,19 @@ canonical::StreamState Exchange::client_stream_state(const translators::Codec& f
 
 namespace {
 
+// TGI's OpenAI-compatible routes leave the matched stop string in the text (its native codec
+// handles that itself); an OpenAI-dialect decode of them needs it removed.
+std::vector<std::string> stops_left_in_text(const BackendInfo& info, const translators::Codec& back,
+                                            const canonical::GenerationRequest& req) {
+    const bool openai_route = back.dialect() == canonical::Dialect::openai_chat ||
+                              back.dialect() == canonical::Dialect::openai_completions;
+    if (info.dialect != config::BackendDialect::tgi || !openai_route ||
+        req.sampling.keep_stop_str.value_or(false)) {
+        return {};
+    }
+    return req.sampling.stop;
+}
+
 bool is_ollama(canonical::Dialect d) {
     return d == canonical::Dialect::ollama_generate || d == canonical::Dialect::ollama_chat;
 }
@@ -554,6 +568,7 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
             co_return co_await send_error(front, result.error());
         }
         canonical::GenerationResult& r = result.value();
+        canonical::StopTrimmer(stops_left_in_text(worker_.backend(), back, req)).apply(r);
         if (back.dialect() == canonical::Dialect::tgi && !r.usage.prompt_tokens) {
             // TGI's /generate tells the prompt's length only in a header.
             const std::string_view h = upstream_->header("x-prompt-tokens");
@@ -723,6 +738,7 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
         translators::vllm_legacy::set_stream_prompt(dec, req.prompts.front().text);
     }
     canonical::StreamState enc = client_stream_state(front, req);
+    canonical::StopTrimmer trimmer(stops_left_in_text(worker_.backend(), back, req));
 
     // OpenAI streams carry one id on every chunk; SGLang's OpenAI layer gives each of n
     // choices its own.
@@ -798,7 +814,17 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
             decoded.clear();
             back.decode_stream_event(ev.data, dec, decoded);
             bool usage_only = false;
-            for (const auto& d : decoded) {
+            for (auto& d : decoded) {
+                if (trimmer.active()) {
+                    if (d.type == canonical::StreamEvent::Type::done) {
+                        std::vector<canonical::StreamEvent> rest;
+                        trimmer.flush(rest);
+                        for (const auto& r : rest) {
+                            take(r, usage_only);
+                        }
+                    }
+                    trimmer.apply(d);
+                }
                 if (!take(d, usage_only)) {
                     failed = true;
                     break;

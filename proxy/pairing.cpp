@@ -58,7 +58,9 @@ Pairing pair_dialects(Dialect front, canonical::RequestKind kind, BackendDialect
             "prompt");
         return p;
     }
-    p.fast_path = p.back == front &&
+    // TGI's OpenAI layer is not OpenAI on the wire (empty ids, "stop_sequence" and "eos_token"
+    // finish reasons, the matched stop string left in the text): it is translated.
+    p.fast_path = p.back == front && backend != BackendDialect::tgi &&
                   (front == Dialect::openai_completions || front == Dialect::openai_chat ||
                    front == Dialect::sglang);
     return p;

@@ -10,76 +10,15 @@
 // duplicates, reorders or miscounts anything.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import OpenAI, { BadRequestError, NotFoundError } from 'openai';
+import { collect, postJson, startStack } from './harness.mjs';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const REPO = resolve(HERE, '..', '..');
-const PROXY_BIN = process.env.INFERGATE_BIN || resolve(REPO, 'build/proxy/infergate');
-const EMULATOR_BIN =
-  process.env.INFERGATE_EMULATOR_BIN || resolve(REPO, 'build/emulator/infergate-emulator');
 const MODEL = 'sglang-emu/Qwen2.5-0.5B-Instruct';
-const START_TIMEOUT_MS = 10_000;
-
-const children = [];
-
-function startProcess(name, argv) {
-  const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(proc);
-  let stderr = '';
-  proc.stderr.on('data', (d) => { stderr += d; });
-  const lines = createInterface({ input: proc.stdout });
-  return new Promise((resolvePort, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name}: no "listening on" line within ` +
-      `${START_TIMEOUT_MS} ms; stderr:\n${stderr}`)), START_TIMEOUT_MS);
-    proc.on('error', (e) => { clearTimeout(timer); reject(new Error(`${name}: ${e.message}`)); });
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited (${code}) before listening; stderr:\n${stderr}`));
-    });
-    lines.once('line', (line) => {
-      clearTimeout(timer);
-      const m = /^listening on (.+):(\d+)$/.exec(line.trim());
-      if (!m) {
-        reject(new Error(`${name}: unexpected first line ${JSON.stringify(line)}`));
-        return;
-      }
-      resolvePort({ proc, base: `http://127.0.0.1:${m[2]}`, stderr: () => stderr });
-    });
-  });
-}
-
-async function stopProcess(proc) {
-  if (proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = new Promise((r) => proc.once('exit', r));
-  proc.kill('SIGTERM');
-  const timer = setTimeout(() => proc.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(timer);
-}
-
-// Never leave an emulator or proxy behind, however this process ends (short of SIGKILL).
-function killChildren() {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-}
-process.on('exit', killChildren);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => { killChildren(); process.exit(1); });
-}
-
-async function postJson(url, body) {
-  const res = await fetch(url, {
-    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
-  });
-  return { status: res.status, body: await res.json() };
-}
 
 // One suite per backend dialect. The brief's target is the SGLang backend, where the proxy
 // translates /v1/completions into /generate; the vLLM-flavoured one guards the other direction.
 function suite(dialect) {
+  let stack;
   let emulator;
   let proxy;
   let client;
@@ -126,32 +65,15 @@ function suite(dialect) {
 
   describe(`openai node SDK through infergate (${dialect} backend)`, () => {
     before(async () => {
-      emulator = await startProcess('emulator', [EMULATOR_BIN, '--listen', '127.0.0.1:0',
-        '--dialect', dialect, '--model', MODEL, '--quiet', '--ttft-ms', '5', '--itl-ms', '1']);
-      proxy = await startProcess('proxy', [PROXY_BIN, '--listen', '127.0.0.1:0',
-        '--upstream', emulator.base]);
       // The proxy probes the backend at start: ready once /v1/models lists the served model.
-      const deadline = Date.now() + START_TIMEOUT_MS;
-      let last;
-      for (;;) {
-        try {
-          const res = await fetch(`${proxy.base}/v1/models`);
-          const text = await res.text();
-          last = `${res.status} ${text}`;
-          if (res.status === 200 && JSON.parse(text).data?.some((m) => m.id === MODEL)) break;
-        } catch (e) {
-          last = e.message;
-        }
-        if (Date.now() > deadline) throw new Error(`proxy not ready: ${last}\n${proxy.stderr()}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      stack = await startStack({ dialect, model: MODEL });
+      ({ emulator, proxy } = stack);
       client = new OpenAI({ baseURL: `${proxy.base}/v1`, apiKey: 'x', maxRetries: 0,
         timeout: 20_000 });
     });
 
     after(async () => {
-      if (proxy) await stopProcess(proxy.proc);
-      if (emulator) await stopProcess(emulator.proc);
+      if (stack) await stack.stop();
     });
 
     test('models.list includes the served model', async () => {
@@ -374,12 +296,6 @@ function suite(dialect) {
       }
     }
   });
-}
-
-async function collect(stream) {
-  const chunks = [];
-  for await (const chunk of stream) chunks.push(chunk);
-  return chunks;
 }
 
 suite('sglang');

@@ -37,6 +37,7 @@ TEST_CASE("only OpenAI and SGLang in front of themselves take the byte fast path
     CHECK(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::sglang).fast_path);
     CHECK(pair_dialects(Dialect::sglang, RequestKind::completion, B::sglang).fast_path);
     CHECK_FALSE(pair_dialects(Dialect::tgi, RequestKind::completion, B::tgi).fast_path);
+    CHECK_FALSE(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::tgi).fast_path);
     CHECK_FALSE(pair_dialects(Dialect::ollama_chat, RequestKind::chat, B::ollama).fast_path);
     CHECK_FALSE(pair_dialects(Dialect::anthropic, RequestKind::chat, B::anthropic).fast_path);
     CHECK_FALSE(pair_dialects(Dialect::openai_completions, RequestKind::completion, B::sglang).fast_path);

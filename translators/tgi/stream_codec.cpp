@@ -76,10 +76,13 @@ void write_event(const StreamState& s, const ChoiceState& c, int64_t index, std:
 
 // The last event: the text not yet sent rides on it as its token; with nothing left it carries
 // an empty special token, as TGI's own last event carries the (special, skipped) EOS token.
+// `eos_counted`: the upstream's exact running count already includes that last token (SGLang
+// and vLLM count the EOS token), so it is the count itself, not one more.
 void write_final(const StreamState& s, ChoiceState& c, const FinishReason& finish,
-                 std::string& out) {
+                 bool eos_counted, std::string& out) {
     const std::string_view tail = std::string_view(c.text).substr(std::min(c.sent, c.text.size()));
-    const int64_t index = tail.empty() ? c.completion_tokens + 1 : c.completion_tokens;
+    const int64_t index =
+        tail.empty() && !eos_counted ? c.completion_tokens + 1 : c.completion_tokens;
     write_event(s, c, index, tail, tail.empty(), &finish, out);
     c.sent = c.text.size();
     c.finished = true;
@@ -90,7 +93,7 @@ void flush_held(StreamState& s, std::string& out) {
     for (ChoiceState& c : s.choices) {
         if (c.held_finish && !c.finished) {
             const FinishReason f = *c.held_finish;
-            write_final(s, c, f, out);
+            write_final(s, c, f, c.tokens_exact, out);
         }
         c.held_finish.reset();
     }
@@ -105,6 +108,7 @@ void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
         return;
     }
     c.text.append(event.text);
+    const int64_t count_before = c.completion_tokens;
     if (event.usage.completion_tokens) {
         c.completion_tokens = *event.usage.completion_tokens;
         c.tokens_exact = true;
@@ -125,7 +129,9 @@ void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
             c.held_finish = *event.finish;
             return;
         }
-        write_final(s, c, *event.finish, out);
+        write_final(s, c, *event.finish,
+                    c.tokens_exact && c.completion_tokens > count_before && event.text.empty(),
+                    out);
         return;
     }
     if (c.text.size() > c.sent) {

@@ -205,8 +205,9 @@ TEST_CASE("tgi encode stream: details held until the usage report") {
     usage.usage.prompt_tokens = 5;
     usage.usage.completion_tokens = 2;
     tgi().encode_stream_event(usage, s, out);
+    // The exact count (2) includes the last token: indexes run 1, 2 like generated_tokens.
     CHECK(out ==
-          "data:{\"index\":3,\"token\":{\"id\":0,\"text\":\"\",\"logprob\":null,"
+          "data:{\"index\":2,\"token\":{\"id\":0,\"text\":\"\",\"logprob\":null,"
           "\"special\":true},\"top_tokens\":null,\"generated_text\":\"Hi\",\"details\":{"
           "\"finish_reason\":\"stop_sequence\",\"generated_tokens\":2,\"seed\":null,"
           "\"input_length\":5}}\n\n");
