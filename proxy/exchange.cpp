@@ -233,6 +233,10 @@ net::awaitable<bool> Exchange::generate(canonical::Dialect dialect, std::string_
     canonical::GenerationRequest& req = decoded.value();
     if (dialect == canonical::Dialect::tgi) {
         translators::tgi::mark_route(req, path);
+        // return_full_text: the TGI encoder puts the prompt in front itself, so the backend is
+        // asked for the generation only (most engines cannot echo).
+        full_text_ = req.echo;
+        req.echo = false;
     }
     model_label_ = client_model(req);
     record_.model_slot = worker_.metrics_registry().model_slot(model_label_);
@@ -246,7 +250,7 @@ net::awaitable<bool> Exchange::generate(canonical::Dialect dialect, std::string_
                     " is not ready yet (" + info.detail + "); retry shortly";
         co_return co_await send_error(front, e);
     }
-    const Pairing pairing = pair_dialects(dialect, req.kind, info.dialect);
+    const Pairing pairing = pair_dialects(dialect, req.kind, info.dialect, req.sampling.n);
     if (pairing.refusal) {
         outcome_ = Outcome::rejected;
         co_return co_await send_error(front, *pairing.refusal);
@@ -341,6 +345,12 @@ void Exchange::encode_client_response(const translators::Codec& front,
                                       const canonical::GenerationResult& result,
                                       const canonical::GenerationRequest& req,
                                       std::string& out) {
+    if (full_text_) {
+        canonical::GenerationRequest with_prompt = req;
+        with_prompt.echo = true;
+        front.encode_response(result, with_prompt, out);
+        return;
+    }
     if (!is_ollama(front.dialect())) {
         front.encode_response(result, req, out);
         return;
@@ -589,6 +599,19 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
         if (r.id.empty() || front.dialect() != back.dialect()) {
             r.id = std::string(id_prefix(front.dialect())) + worker_.random_hex(32);
         }
+        if (front.dialect() == canonical::Dialect::tgi) {
+            // TGI's /generate reports the counts in headers too (the prompt's only there).
+            const canonical::Usage& u = r.choices.size() == 1 && r.choices[0].usage.prompt_tokens
+                                            ? r.choices[0].usage
+                                            : r.usage;
+            if (u.prompt_tokens) {
+                extra_headers_.emplace_back("x-prompt-tokens", std::to_string(*u.prompt_tokens));
+            }
+            if (u.completion_tokens) {
+                extra_headers_.emplace_back("x-generated-tokens",
+                                            std::to_string(*u.completion_tokens));
+            }
+        }
         std::string out;
         encode_client_response(front, r, req, out);
         co_return co_await send(http::status::ok, std::move(out));
@@ -736,6 +759,11 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
     const bool legacy_back = back.dialect() == canonical::Dialect::vllm_legacy;
     if (legacy_back && !req.prompts.empty()) {
         translators::vllm_legacy::set_stream_prompt(dec, req.prompts.front().text);
+        // The budget the backend was sent (the client dialect's default, else the server's).
+        dec.max_tokens = req.sampling.max_tokens ? req.sampling.max_tokens
+                         : canonical::default_max_tokens(req.dialect)
+                             ? canonical::default_max_tokens(req.dialect)
+                             : canonical::default_max_tokens(canonical::Dialect::vllm_legacy);
     }
     canonical::StreamState enc = client_stream_state(front, req);
     canonical::StopTrimmer trimmer(stops_left_in_text(worker_.backend(), back, req));

@@ -292,6 +292,9 @@ net::awaitable<bool> Exchange::send(http::status status, std::string body,
     if (!allow_.empty()) {
         res.set(http::field::allow, allow_);
     }
+    for (const auto& [name, value] : extra_headers_) {
+        res.set(name, value);
+    }
     res.keep_alive(keep_alive_ && !worker_.stopping());
     if (request_.method() != http::verb::head) {
         res.body() = std::move(body);

@@ -34,7 +34,7 @@ std::optional<Dialect> completion_route(BackendDialect backend) {
 
 }  // namespace
 
-Pairing pair_dialects(Dialect front, canonical::RequestKind kind, BackendDialect backend) {
+Pairing pair_dialects(Dialect front, canonical::RequestKind kind, BackendDialect backend, int n) {
     Pairing p;
     if (kind == canonical::RequestKind::chat) {
         if (auto d = chat_route(backend)) {
@@ -56,6 +56,17 @@ Pairing pair_dialects(Dialect front, canonical::RequestKind kind, BackendDialect
             "completion, so a raw prompt cannot be served faithfully; send a chat request "
             "(POST /v1/chat/completions, /v1/messages or /api/chat)",
             "prompt");
+        return p;
+    }
+    const bool openai_layer = p.back == Dialect::openai_chat || p.back == Dialect::openai_completions;
+    if (n > 1 && openai_layer &&
+        (backend == BackendDialect::tgi || backend == BackendDialect::llamacpp)) {
+        // TGI's chat route accepts n and ignores it; llama.cpp's honours it only in some builds.
+        p.refusal = canonical::bad_request(
+            std::string(backend == BackendDialect::tgi ? "TGI" : "llama.cpp") +
+                "'s OpenAI-compatible chat route generates one answer per request (it would "
+                "silently ignore n); send n = 1, or one request per answer",
+            "n");
         return p;
     }
     // TGI's OpenAI layer is not OpenAI on the wire (empty ids, "stop_sequence" and "eos_token"

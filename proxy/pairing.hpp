@@ -21,7 +21,9 @@ struct Pairing {
     std::optional<canonical::Error> refusal;
 };
 
+// `n`: the choices per prompt the client asked for. The codecs refuse n > 1 towards native APIs
+// without it; the table refuses it towards OpenAI-compatible layers that silently ignore it.
 Pairing pair_dialects(canonical::Dialect front, canonical::RequestKind kind,
-                      config::BackendDialect backend);
+                      config::BackendDialect backend, int n = 1);
 
 }  // namespace infergate

@@ -104,6 +104,8 @@ describe('@huggingface/inference (TGI client) through infergate (SGLang backend)
     }
   }
 
+  // textGeneration posts to the endpoint URL itself (TGI's compat route POST /), where TGI
+  // defaults return_full_text to true for a text-generation model: the prompt comes first.
   test('textGeneration with details, stops on max_new_tokens (finish_reason length)',
     async () => {
       const inputs = 'The capital of France is';
@@ -111,7 +113,7 @@ describe('@huggingface/inference (TGI client) through infergate (SGLang backend)
       assert.equal(want.finish, 'length');
       const res = await endpoint.textGeneration({ model: MODEL, inputs,
         parameters: { max_new_tokens: 12, details: true } });
-      assert.equal(res.generated_text, want.text);
+      assert.equal(res.generated_text, inputs + want.text);  // POST /: return_full_text
       assert.ok(res.generated_text.length > 0);
       assert.equal(res.details.finish_reason, 'length');
       assert.equal(res.details.generated_tokens, 12);
@@ -121,15 +123,15 @@ describe('@huggingface/inference (TGI client) through infergate (SGLang backend)
         parameters: { max_new_tokens: 12, details: true } });
       assert.equal(raw.status, 200, JSON.stringify(raw.body));
       assert.ok(Array.isArray(raw.body), JSON.stringify(raw.body));
-      assert.equal(raw.body[0].generated_text, want.text);
+      assert.equal(raw.body[0].generated_text, inputs + want.text);
     });
 
-  test('textGeneration without details returns the text only', async () => {
+  test('textGeneration without details has no details', async () => {
     const inputs = 'Once upon a time';
     const want = await backend(inputs, { max_new_tokens: 8 });
     const res = await endpoint.textGeneration({ model: MODEL, inputs,
       parameters: { max_new_tokens: 8 } });
-    assert.equal(res.generated_text, want.text);
+    assert.equal(res.generated_text, inputs + want.text);  // POST /: return_full_text
     assert.equal(res.details, undefined, 'TGI sends details only when asked');
   });
 
@@ -144,7 +146,7 @@ describe('@huggingface/inference (TGI client) through infergate (SGLang backend)
       assert.ok(want.completion < 16);
       const res = await endpoint.textGeneration({ model: MODEL, inputs,
         parameters: { max_new_tokens: 16, stop: [stop], details: true } });
-      assert.equal(res.generated_text, want.text);
+      assert.equal(res.generated_text, inputs + want.text);  // POST /: return_full_text
       assert.equal(res.details.finish_reason, 'stop_sequence');
       assert.equal(res.details.generated_tokens, want.completion);
     });
@@ -156,7 +158,7 @@ describe('@huggingface/inference (TGI client) through infergate (SGLang backend)
     assert.ok(want.completion < 40);
     const res = await endpoint.textGeneration({ model: MODEL, inputs,
       parameters: { max_new_tokens: 40, details: true } });
-    assert.equal(res.generated_text, want.text);
+    assert.equal(res.generated_text, inputs + want.text);  // POST /: return_full_text
     assert.equal(res.details.finish_reason, 'eos_token');
     assert.equal(res.details.generated_tokens, want.completion);
   });

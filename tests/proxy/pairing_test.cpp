@@ -53,4 +53,9 @@ TEST_CASE("pairs with no faithful translation are refused with the way out") {
     REQUIRE(raw.refusal);
     CHECK(raw.refusal->message.find("send a chat request") != std::string::npos);
     CHECK_FALSE(pair_dialects(Dialect::anthropic, RequestKind::chat, B::anthropic).refusal);
+    auto n2 = pair_dialects(Dialect::openai_chat, RequestKind::chat, B::tgi, 2);
+    REQUIRE(n2.refusal);
+    CHECK(n2.refusal->param == "n");
+    CHECK(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::llamacpp, 2).refusal);
+    CHECK_FALSE(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::openai, 2).refusal);
 }

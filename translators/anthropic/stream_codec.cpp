@@ -209,11 +209,10 @@ void encode_chunk(const AnthropicCodec& codec, const StreamEvent& event, StreamS
             codec.encode_stream_error(e, s, out);
             return;
         }
+        // message_delta is where clients read output_tokens, and a running count on the finish
+        // chunk may still lack the last (EOS) token that the upstream's final usage counts: the
+        // tail waits for that usage report or the end of the stream, which follow at once.
         c.held_finish = *event.finish;
-        // message_delta is where clients read output_tokens: send it now only if exact.
-        if (c.tokens_exact && c.prompt_tokens) {
-            write_tail(s, out);
-        }
     }
 }
 

@@ -1,5 +1,7 @@
 #include "translators/tgi/codec.hpp"
 
+#include <algorithm>
+
 #include "translators/tgi/codec_impl.hpp"
 
 namespace infergate::translators::tgi {
@@ -10,6 +12,17 @@ const Codec& codec() {
 }
 
 void mark_route(GenerationRequest& req, std::string_view path) {
+    const auto unset = std::find_if(req.extras.begin(), req.extras.end(), [](const auto& e) {
+        return e.key == kFullTextUnsetExtra;
+    });
+    if (unset != req.extras.end()) {
+        // POST / answers a text-generation model with the prompt in front (non-streaming; the
+        // stream encoder has no prompt to prepend, so streams keep the generation only).
+        if (path == "/" && !req.stream) {
+            req.echo = true;
+        }
+        req.extras.erase(unset);
+    }
     if (path == "/generate") {
         req.stream = false;  // TGI ignores a stray "stream" key on this route
     } else if (path == "/generate_stream") {

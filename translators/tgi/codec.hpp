@@ -15,6 +15,10 @@ const Codec& codec();
 // req.stream for the two dedicated routes and, for "/", records the compat route as the extra
 // kCompatRouteExtra (never forwarded upstream), which encode_response reads back.
 inline constexpr std::string_view kCompatRouteExtra = "infergate.tgi_compat_route";
+// Set by decode_request when parameters.return_full_text is absent: POST / then defaults it to
+// true, as TGI does for text-generation models (the dedicated routes default it to false).
+// mark_route consumes it.
+inline constexpr std::string_view kFullTextUnsetExtra = "infergate.tgi_full_text_unset";
 void mark_route(GenerationRequest& req, std::string_view path);
 bool uses_compat_route(const GenerationRequest& req);
 

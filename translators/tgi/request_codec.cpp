@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "translators/tgi/codec.hpp"
 #include "translators/tgi/codec_impl.hpp"
 
 namespace infergate::translators::tgi {
@@ -114,6 +115,9 @@ std::optional<Error> read_parameters(const json::Value& p, GenerationRequest& re
     // exchange copies include_usage into StreamState, where the stream encoder reads it back.
     req.include_usage = details.value_or(false);
     req.echo = full_text.value_or(false);
+    if (!full_text) {
+        req.extras.push_back(Extra{std::string(kFullTextUnsetExtra), "true"});
+    }
 
     for (auto it = p.MemberBegin(); it != p.MemberEnd(); ++it) {
         const std::string_view key = json::view(it->name);

@@ -12,6 +12,8 @@
 namespace infergate::translators::vllm_legacy {
 
 using canonical::ChoiceState;
+using canonical::FinishKind;
+using canonical::FinishReason;
 
 namespace {
 
@@ -109,8 +111,24 @@ size_t stop_prefix_tail(std::string_view text, const std::vector<std::string>& s
 
 }  // namespace
 
+namespace {
+
+void decode_record(std::string_view data, StreamState& state, std::vector<StreamEvent>& out);
+
+}  // namespace
+
 void VllmLegacyCodec::decode_stream_event(std::string_view data, StreamState& state,
                                           std::vector<StreamEvent>& out) const {
+    const size_t before = out.size();
+    decode_record(data, state, out);
+    if (out.size() > before && out.back().type == StreamEvent::Type::error) {
+        state.ended = true;  // the stream is over: decode_stream_end infers no finish after it
+    }
+}
+
+namespace {
+
+void decode_record(std::string_view data, StreamState& state, std::vector<StreamEvent>& out) {
     while (!data.empty() && (data.back() == ' ' || data.back() == '\r' || data.back() == '\n' ||
                              data.back() == '\0')) {
         data.remove_suffix(1);
@@ -167,6 +185,9 @@ void VllmLegacyCodec::decode_stream_event(std::string_view data, StreamState& st
         const std::string_view now = json::view((*text)[i]).substr(prompt.size());
         ChoiceState& c = state.choice(static_cast<int>(i));
         if (now.size() >= c.text.size() && now.compare(0, c.text.size(), c.text) == 0) {
+            if (now.size() > c.text.size()) {
+                ++c.completion_tokens;  // one record per engine step: one token (an estimate)
+            }
             c.text.append(now.substr(c.text.size()));
         } else {
             // A trimmed stop string or a detokenizer correction (api-dialects §10.2): what went
@@ -189,22 +210,35 @@ void VllmLegacyCodec::decode_stream_event(std::string_view data, StreamState& st
     }
 }
 
+}  // namespace
+
 void decode_stream_end(StreamState& state, std::vector<StreamEvent>& out) {
     if (state.ended) {
         return;
     }
     for (size_t i = 0; i < state.choices.size(); ++i) {
         ChoiceState& c = state.choices[i];
-        if (c.text.size() > c.sent) {
-            StreamEvent ev;
-            ev.type = StreamEvent::Type::chunk;
-            ev.index = static_cast<int>(i);
-            ev.text.assign(c.text, c.sent, c.text.size() - c.sent);
-            c.sent = c.text.size();
-            out.push_back(std::move(ev));
+        StreamEvent ev;
+        ev.type = StreamEvent::Type::chunk;
+        ev.index = static_cast<int>(i);
+        ev.text.assign(c.text, std::min(c.sent, c.text.size()));
+        c.sent = c.text.size();
+        // The server says nothing about why it stopped, but a clean end of the body leaves two
+        // causes: the token budget (when the choice took one record per token up to it) or a
+        // stop (EOS or a stop string). Clients of dialects that require a finish reason get
+        // that inference; the token count itself stays unknown (never sent as usage).
+        FinishReason finish;
+        if (state.max_tokens && c.completion_tokens >= *state.max_tokens) {
+            finish.kind = FinishKind::length;
+            finish.length = state.max_tokens;
+        } else {
+            finish.kind = FinishKind::stop;
         }
+        ev.finish = std::move(finish);
+        c.finished = true;
+        out.push_back(std::move(ev));
     }
-    // No finish reason is known (FinishKind::none); the end of the body is the only "done".
+    // The end of the body is the only "done".
     StreamEvent done;
     done.type = StreamEvent::Type::done;
     out.push_back(std::move(done));

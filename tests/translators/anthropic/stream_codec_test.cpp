@@ -244,7 +244,8 @@ TEST_CASE("anthropic encode_stream_event: usage before the finish, and exact cou
                      tail(R"("stop_sequence","stop_sequence":"###")",
                           R"({"input_tokens":5,"output_tokens":2})"));
 
-    // SGLang-style chunks with running counts: prompt known at the start, tail right away.
+    // SGLang-style chunks with running counts: prompt known at the start; the tail waits for
+    // the final usage or the end (the running count may lack the EOS token the final counts).
     StreamState s2 = client_state();
     StreamEvent first = text("x");
     first.usage.prompt_tokens = 4;
@@ -255,6 +256,9 @@ TEST_CASE("anthropic encode_stream_event: usage before the finish, and exact cou
     std::string o2;
     codec().encode_stream_event(first, s2, o2);
     codec().encode_stream_event(last, s2, o2);
+    CHECK(o2 == start(4, 1) + delta("x"));
+    CHECK_FALSE(s2.ended);
+    codec().encode_stream_end(s2, o2);
     CHECK(o2 == start(4, 1) + delta("x") +
                     tail(R"("tool_use","stop_sequence":null)", R"({"output_tokens":2})"));
     CHECK(s2.ended);

@@ -19,8 +19,9 @@
 //                  reads as stop                           exact (never estimated)
 //   llamacpp       stop_type "none" below the budget       idem; unknown completion count is
 //                  reads back as stop                      the chunk-count estimate
-//   vllm_legacy    text only (prompt echoed in front,      text only: no counts, no finish
-//                  stripped again): no counts, no finish
+//   vllm_legacy    text only (prompt echoed in front,      text only: no counts; the finish is
+//                  stripped again): no counts, no finish   inferred at the end (length at the
+//                                                          budget, else stop)
 //   anthropic      one answer; input/output_tokens are     idem; unknown completion count is
 //                  required: unknown -> 0                  the chunk-count estimate
 //
@@ -291,7 +292,11 @@ Outcome expected_through(Dialect d, const Outcome& original, Path path) {
         const FinishKind k = want.finishes.count(i) != 0 ? want.finishes.at(i) : FinishKind::none;
         FinishKind got = k;
         switch (d) {
-            case Dialect::vllm_legacy: got = FinishKind::none; break;  // the wire has none
+            case Dialect::vllm_legacy:
+                // The wire has none. A whole response stays without one; at the clean end of a
+                // stream the decoder infers it from the budget (none known here: a stop).
+                got = path == Path::stream && !errored ? FinishKind::stop : FinishKind::none;
+                break;
             case Dialect::tgi:
                 // details.finish_reason is required in a whole response: "eos_token" for an
                 // unknown one. A stream without a finish simply has no final event.

@@ -85,8 +85,22 @@ TEST_CASE("tgi decode: every named parameter, extras kept") {
                                            "top_n_tokens", "grammar", "decoder_input_details",
                                            "foo"});
     CHECK(req.sampling_extras[5].json == R"({"type":"regex","value":"a+"})");
-    REQUIRE(req.extras.size() == 1);
-    CHECK(req.extras[0].key == "custom");
+    // "custom", and the marker that return_full_text was not given (POST / defaults it on).
+    REQUIRE(req.extras.size() == 2);
+    CHECK(req.extras[0].key == infergate::translators::tgi::kFullTextUnsetExtra);
+    CHECK(req.extras[1].key == "custom");
+    auto streamed = req;  // "stream": true: POST / streams keep the generation only
+    infergate::translators::tgi::mark_route(streamed, "/");
+    CHECK_FALSE(streamed.echo);
+    CHECK(streamed.extras.size() == 2);  // "custom" and the compat-route mark
+    CHECK(infergate::translators::tgi::uses_compat_route(streamed));
+    auto whole = decode_ok(R"({"inputs":"x","parameters":{"max_new_tokens":3}})");
+    infergate::translators::tgi::mark_route(whole, "/");
+    CHECK(whole.echo);  // POST / defaults return_full_text to true
+    auto dedicated = decode_ok(R"({"inputs":"x"})");
+    infergate::translators::tgi::mark_route(dedicated, "/generate");
+    CHECK_FALSE(dedicated.echo);
+    CHECK(dedicated.extras.empty());
 }
 
 TEST_CASE("tgi decode: sampling defaults") {

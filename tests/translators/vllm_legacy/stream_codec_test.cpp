@@ -84,24 +84,50 @@ TEST_CASE("vllm_legacy decodes the golden n=2 stream, newline and NUL delimited 
         REQUIRE(texts.size() == 2);
         CHECK(texts[0] == " city in Northern California");
         CHECK(texts[1] == " hilly place.");
-        // Record 1: both choices; 2: both; 3: both; 4: only choice 0 grew; then done.
-        REQUIRE(events.size() == 8);
+        // Record 1: both choices; 2: both; 3: both; 4: only choice 0 grew; then, at the end of
+        // the body, one finishing chunk per choice and done.
+        REQUIRE(events.size() == 10);
         CHECK(events[0].index == 0);
         CHECK(events[0].text == " city");
         CHECK(events[1].index == 1);
         CHECK(events[1].text == " hilly");
         CHECK(events[6].text == " California");
-        CHECK(events[7].type == StreamEvent::Type::done);
+        for (int i : {7, 8}) {
+            CHECK(events[i].index == i - 7);
+            CHECK(events[i].text.empty());
+            REQUIRE(events[i].finish);
+            // No budget known to the state: the clean end is a stop.
+            CHECK(events[i].finish->kind == infergate::canonical::FinishKind::stop);
+        }
+        CHECK(events[9].type == StreamEvent::Type::done);
         for (const auto& ev : events) {
-            CHECK_FALSE(ev.finish);
-            CHECK_FALSE(ev.usage.completion_tokens);
+            CHECK_FALSE(ev.usage.completion_tokens);  // never reported as a count
             CHECK(ev.type != StreamEvent::Type::error);
+        }
+        for (int i = 0; i < 7; ++i) {
+            CHECK_FALSE(events[i].finish);
         }
         // The clean end is idempotent.
         std::vector<StreamEvent> more;
         decode_stream_end(state, more);
         CHECK(more.empty());
     }
+}
+
+TEST_CASE("vllm_legacy stream end: a choice that used its whole budget finished on length") {
+    const auto recs = records(fixture("generate_stream_n2.ndjson"));
+    StreamState state;
+    state.n = 2;
+    state.max_tokens = 4;  // choice 0 grew in 4 records, choice 1 in 3
+    set_stream_prompt(state, kPrompt);
+    std::vector<std::string> texts;
+    const auto events = decode_all(recs, state, texts);
+    REQUIRE(events.size() == 10);
+    REQUIRE(events[7].finish);
+    CHECK(events[7].finish->kind == infergate::canonical::FinishKind::length);
+    CHECK(events[7].finish->length == 4);
+    REQUIRE(events[8].finish);
+    CHECK(events[8].finish->kind == infergate::canonical::FinishKind::stop);
 }
 
 TEST_CASE("vllm_legacy stream decode: corrections and held-back stop tails") {
