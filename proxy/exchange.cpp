@@ -329,7 +329,7 @@ void Exchange::encode_client_stream_end(const translators::Codec& front,
     translators::ollama::Timing t;
     t.created_unix_ns = unix_nanoseconds();
     t.total_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - received_).count();
-    t.load_ns = 0;
+    // load_duration: the model was loaded already (Ollama omits a zero duration).
     if (first_content_) {
         t.prompt_eval_ns =
             std::chrono::duration_cast<std::chrono::nanoseconds>(*first_content_ - received_)
@@ -361,7 +361,7 @@ void Exchange::encode_client_response(const translators::Codec& front,
     t.total_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                      std::chrono::steady_clock::now() - received_)
                      .count();
-    t.load_ns = 0;
+    // load_duration: the model was loaded already (Ollama omits a zero duration).
     translators::ollama::encode_response(front, result, req, t, out);
 }
 

@@ -188,8 +188,10 @@ net::awaitable<bool> Exchange::model_info(bool server_info) {
         w.StartObject();
         w.Key("url");
         w.String(worker_.pool().backend().url.text());
+        w.Key("ready");
+        w.Bool(info.ready);
         w.Key("dialect");
-        w.String(std::string(config::to_string(info.dialect)));
+        w.String(info.ready ? std::string(config::to_string(info.dialect)) : "unknown");
         w.Key("detected");
         w.String(info.detail);
         w.EndObject();
