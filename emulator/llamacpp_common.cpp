@@ -3,6 +3,7 @@
 
 #include "emulator/api.hpp"
 #include "emulator/llamacpp.hpp"
+#include "emulator/wire_common.hpp"
 
 namespace infergate::emulator {
 
@@ -94,30 +95,17 @@ std::string llamacpp_props_body(const Options& options) {
 }
 
 std::string llamacpp_models_body(const Options& options) {
-    std::string body;
-    JsonWriter w(body);
-    w.StartObject();
-    w.kv("object", "list");
-    w.key("data");
-    w.StartArray();
-    w.StartObject();
-    w.kv("id", options.model);
-    w.kv("object", "model");
-    w.kv_int("created", unix_now());
-    w.kv("owned_by", "llamacpp");
-    w.key("meta");
-    w.StartObject();
-    w.kv_int("vocab_type", 2);
-    w.kv_int("n_vocab", kTokenIdBase + static_cast<std::int64_t>(vocabulary().size()));
-    w.kv_int("n_ctx_train", options.max_model_len);
-    w.kv_int("n_embd", 4096);
-    w.kv_int("n_params", 7'241'732'096);
-    w.kv_int("size", 4'683'087'332);
-    w.EndObject();
-    w.EndObject();
-    w.EndArray();
-    w.EndObject();
-    return body;
+    return model_list_body(options.model, unix_now(), "llamacpp", [&options](JsonWriter& w) {
+        w.key("meta");
+        w.StartObject();
+        w.kv_int("vocab_type", 2);
+        w.kv_int("n_vocab", kTokenIdBase + static_cast<std::int64_t>(vocabulary().size()));
+        w.kv_int("n_ctx_train", options.max_model_len);
+        w.kv_int("n_embd", 4096);
+        w.kv_int("n_params", 7'241'732'096);
+        w.kv_int("size", 4'683'087'332);
+        w.EndObject();
+    });
 }
 
 }  // namespace infergate::emulator

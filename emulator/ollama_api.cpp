@@ -106,21 +106,8 @@ std::string show_body(const Options& options) {
 }
 
 std::string openai_models_body(const Options& options) {
-    std::string body;
-    JsonWriter w(body);
-    w.StartObject();
-    w.kv("object", "list");
-    w.key("data");
-    w.StartArray();
-    w.StartObject();
-    w.kv("id", ollama_model_name(options));
-    w.kv("object", "model");
-    w.kv_int("created", unix_now());
-    w.kv("owned_by", "library");  // the namespace of an unqualified model name
-    w.EndObject();
-    w.EndArray();
-    w.EndObject();
-    return body;
+    // owned_by: the namespace of an unqualified model name.
+    return model_list_body(ollama_model_name(options), unix_now(), "library");
 }
 
 // encoding/json's default HTML escaping of <, > and & (the template has <|user|>).

@@ -3,6 +3,7 @@
 
 #include "emulator/api.hpp"
 #include "emulator/json_util.hpp"
+#include "emulator/wire_common.hpp"
 
 namespace infergate::emulator {
 namespace {
@@ -18,41 +19,28 @@ bool wants_stream(const rapidjson::Document& doc, bool doc_ok) {
 
 std::string vllm_models_body(const Options& options) {
     const std::int64_t now = unix_now();
-    std::string body;
-    JsonWriter w(body);
-    w.StartObject();
-    w.kv("object", "list");
-    w.key("data");
-    w.StartArray();
-    w.StartObject();
-    w.kv("id", options.model);
-    w.kv("object", "model");
-    w.kv_int("created", now);
-    w.kv("owned_by", "vllm");
-    w.kv("root", options.model);
-    w.kv_null("parent");
-    w.kv_int("max_model_len", options.max_model_len);
-    w.key("permission");
-    w.StartArray();
-    w.StartObject();
-    w.kv("id", "modelperm-" + random_hex_id());
-    w.kv("object", "model_permission");
-    w.kv_int("created", now);
-    w.kv_bool("allow_create_engine", false);
-    w.kv_bool("allow_sampling", true);
-    w.kv_bool("allow_logprobs", true);
-    w.kv_bool("allow_search_indices", false);
-    w.kv_bool("allow_view", true);
-    w.kv_bool("allow_fine_tuning", false);
-    w.kv("organization", "*");
-    w.kv_null("group");
-    w.kv_bool("is_blocking", false);
-    w.EndObject();
-    w.EndArray();
-    w.EndObject();
-    w.EndArray();
-    w.EndObject();
-    return body;
+    return model_list_body(options.model, now, "vllm", [&options, now](JsonWriter& w) {
+        w.kv("root", options.model);
+        w.kv_null("parent");
+        w.kv_int("max_model_len", options.max_model_len);
+        w.key("permission");
+        w.StartArray();
+        w.StartObject();
+        w.kv("id", "modelperm-" + random_hex_id());
+        w.kv("object", "model_permission");
+        w.kv_int("created", now);
+        w.kv_bool("allow_create_engine", false);
+        w.kv_bool("allow_sampling", true);
+        w.kv_bool("allow_logprobs", true);
+        w.kv_bool("allow_search_indices", false);
+        w.kv_bool("allow_view", true);
+        w.kv_bool("allow_fine_tuning", false);
+        w.kv("organization", "*");
+        w.kv_null("group");
+        w.kv_bool("is_blocking", false);
+        w.EndObject();
+        w.EndArray();
+    });
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "emulator/api.hpp"
 #include "emulator/json_util.hpp"
+#include "emulator/wire_common.hpp"
 #include "emulator/sglang_request.hpp"
 
 namespace infergate::emulator {
@@ -221,24 +222,11 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
 }
 
 std::string models_body(const Options& options) {
-    std::string body;
-    JsonWriter w(body);
-    w.StartObject();
-    w.kv("object", "list");
-    w.key("data");
-    w.StartArray();
-    w.StartObject();
-    w.kv("id", options.model);
-    w.kv("object", "model");
-    w.kv_int("created", unix_now());
-    w.kv("owned_by", "sglang");
-    w.kv("root", options.model);
-    w.kv_null("parent");
-    w.kv_int("max_model_len", options.max_model_len);
-    w.EndObject();
-    w.EndArray();
-    w.EndObject();
-    return body;
+    return model_list_body(options.model, unix_now(), "sglang", [&options](JsonWriter& w) {
+        w.kv("root", options.model);
+        w.kv_null("parent");
+        w.kv_int("max_model_len", options.max_model_len);
+    });
 }
 
 std::string model_info_body(const Options& options) {

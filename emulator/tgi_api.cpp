@@ -307,21 +307,7 @@ std::string info_body(const Options& options) {
 }
 
 std::string models_body(const Options& options) {
-    std::string body;
-    JsonWriter w(body);
-    w.StartObject();
-    w.kv("object", "list");
-    w.key("data");
-    w.StartArray();
-    w.StartObject();
-    w.kv("id", options.model);
-    w.kv("object", "model");
-    w.kv_int("created", 0);
-    w.kv("owned_by", options.model);
-    w.EndObject();
-    w.EndArray();
-    w.EndObject();
-    return body;
+    return model_list_body(options.model, 0, options.model);  // TGI: created 0, owned_by the id
 }
 
 }  // namespace

@@ -139,4 +139,26 @@ double fake_logprob(std::int64_t token_id) {
     return -static_cast<double>(token_id % 16 + 1) / 16.0;
 }
 
+std::string model_list_body(std::string_view id, std::int64_t created, std::string_view owned_by,
+                            const std::function<void(JsonWriter&)>& extra) {
+    std::string body;
+    JsonWriter w(body);
+    w.StartObject();
+    w.kv("object", "list");
+    w.key("data");
+    w.StartArray();
+    w.StartObject();
+    w.kv("id", id);
+    w.kv("object", "model");
+    w.kv_int("created", created);
+    w.kv("owned_by", owned_by);
+    if (extra) {
+        extra(w);
+    }
+    w.EndObject();
+    w.EndArray();
+    w.EndObject();
+    return body;
+}
+
 }  // namespace infergate::emulator

@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "emulator/generator.hpp"
+#include "emulator/json_util.hpp"
 #include "emulator/stream.hpp"
 
 namespace infergate::emulator {
@@ -42,5 +44,10 @@ std::string random_alnum(std::size_t n);
 
 // A deterministic stand-in log-probability for a generated token.
 double fake_logprob(std::int64_t token_id);
+
+// GET /v1/models as every OpenAI-compatible server shapes it: {"object":"list","data":[{"id",
+// "object":"model","created","owned_by", ...}]}; `extra` writes each server's own fields.
+std::string model_list_body(std::string_view id, std::int64_t created, std::string_view owned_by,
+                            const std::function<void(JsonWriter&)>& extra = {});
 
 }  // namespace infergate::emulator
