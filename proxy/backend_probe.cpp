@@ -57,12 +57,11 @@ net::awaitable<Reply> get(UpstreamPool& pool, const std::string& path) {
 
 namespace {
 
-json::Document parse_object(const Reply& r) {
-    json::Document doc;
+// `doc` is left null unless the reply is a 200 with a JSON object.
+void parse_object(const Reply& r, json::Document& doc) {
     if (r.ec || r.status != 200 || json::parse(r.body, doc) || !doc.IsObject()) {
         doc.SetNull();
     }
-    return doc;
 }
 
 std::string string_member(const json::Value& v, const char* key) {
@@ -107,7 +106,8 @@ net::awaitable<ProbeResult> probe_backend(const config::Backend& backend, net::s
     std::string owned_by;
     std::string listed_model;
     bool anthropic_shape = false;
-    const json::Document mdoc = parse_object(models);
+    json::Document mdoc;
+    parse_object(models, mdoc);
     if (mdoc.IsObject()) {
         const json::Value* data = json::find(mdoc, "data");
         if (data != nullptr && data->IsArray() && !data->Empty() && (*data)[0].IsObject()) {
@@ -142,7 +142,8 @@ net::awaitable<ProbeResult> probe_backend(const config::Backend& backend, net::s
     // 2. The engines' own info routes, most specific first.
     if (!found) {
         const Reply sgl = co_await get(pool, "/get_model_info");
-        const json::Document sdoc = parse_object(sgl);
+        json::Document sdoc;
+        parse_object(sgl, sdoc);
         if (sdoc.IsObject() && json::find(sdoc, "model_path") != nullptr) {
             found = D::sglang;
             how = "GET /get_model_info answered";
@@ -151,7 +152,8 @@ net::awaitable<ProbeResult> probe_backend(const config::Backend& backend, net::s
     }
     if (!found) {
         const Reply tgi = co_await get(pool, "/info");
-        const json::Document tdoc = parse_object(tgi);
+        json::Document tdoc;
+        parse_object(tgi, tdoc);
         if (string_member(tdoc, "router") == "text-generation-router") {
             found = D::tgi;
             how = "GET /info router \"text-generation-router\"";
@@ -166,7 +168,8 @@ net::awaitable<ProbeResult> probe_backend(const config::Backend& backend, net::s
         if (!root.ec && root.status == 200 && root.body.starts_with("Ollama is running")) {
             found = D::ollama;
             how = "GET / \"Ollama is running\"";
-            const json::Document tags = parse_object(co_await get(pool, "/api/tags"));
+            json::Document tags;
+            parse_object(co_await get(pool, "/api/tags"), tags);
             if (const auto* list = tags.IsObject() ? json::find(tags, "models") : nullptr;
                 list != nullptr && list->IsArray() && !list->Empty()) {
                 model = string_member((*list)[0], "name");
@@ -174,7 +177,8 @@ net::awaitable<ProbeResult> probe_backend(const config::Backend& backend, net::s
         }
     }
     if (!found && !listed_model.empty()) {
-        const json::Document vdoc = parse_object(co_await get(pool, "/version"));
+        json::Document vdoc;
+        parse_object(co_await get(pool, "/version"), vdoc);
         found = D::openai;
         if (!string_member(vdoc, "version").empty()) {
             info.flavor = translators::Flavor::vllm;
@@ -192,7 +196,8 @@ net::awaitable<ProbeResult> probe_backend(const config::Backend& backend, net::s
         }
     }
     if (found == D::llamacpp) {
-        const json::Document props = parse_object(co_await get(pool, "/props"));
+        json::Document props;
+        parse_object(co_await get(pool, "/props"), props);
         if (props.IsObject()) {
             if (const auto* s = json::find(props, "default_generation_settings");
                 s != nullptr && s->IsObject()) {

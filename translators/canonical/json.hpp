@@ -3,6 +3,7 @@
 // typed field readers that name the offending field, and a writer that appends straight into a
 // std::string (no intermediate buffer).
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,14 +17,55 @@
 
 namespace infergate::json {
 
-using Document = rapidjson::Document;
 using Value = rapidjson::Value;
+
+namespace detail {
+
+// The memory of a Document, constructed before the rapidjson document that uses it.
+struct DocumentStorage {
+    using Pool = rapidjson::MemoryPoolAllocator<>;
+    static constexpr size_t kValueBytes = 6 * 1024;
+    static constexpr size_t kStackBytes = 1024;
+    static constexpr size_t kTextBytes = 4 * 1024;
+    alignas(16) std::array<char, kValueBytes> value_buffer;
+    alignas(16) std::array<char, kStackBytes> stack_buffer;
+    Pool values{value_buffer.data(), value_buffer.size()};
+    Pool stack{stack_buffer.data(), stack_buffer.size()};
+    // The parsed text, copied and NUL-terminated: parsed in situ, so string values point into it
+    // instead of being copied into the pool one byte at a time.
+    alignas(16) std::array<char, kTextBytes> text_buffer;
+    std::string text_spill;  // for text longer than text_buffer
+};
+
+}  // namespace detail
+
+// A parsed JSON document whose text, first 6 KiB of values and parse stack live inside the
+// object: the small JSON of a request or a stream event is parsed without touching the heap (a
+// default rapidjson::Document mallocs a 64 KiB pool and a stack for every parse), and its strings
+// are not copied (json::parse parses a private copy of the text in situ). Larger input spills to
+// the heap. Not copyable or movable (its allocators and strings point into it): declare it where
+// it is used.
+class Document
+    : private detail::DocumentStorage,
+      public rapidjson::GenericDocument<rapidjson::UTF8<>, rapidjson::MemoryPoolAllocator<>,
+                                        rapidjson::MemoryPoolAllocator<>> {
+    using Base = rapidjson::GenericDocument<rapidjson::UTF8<>, rapidjson::MemoryPoolAllocator<>,
+                                            rapidjson::MemoryPoolAllocator<>>;
+
+public:
+    Document() : Base(&values, kStackBytes / 2, &stack) {}
+    Document(const Document&) = delete;
+    Document& operator=(const Document&) = delete;
+
+    // A NUL-terminated private copy of `text`, to be parsed in situ (json::parse does).
+    char* copy_text(std::string_view text);
+};
 
 // Deeper nesting than this is rejected before parsing (no request needs it; deep input must not
 // cost stack or time).
 inline constexpr int kMaxDepth = 64;
 
-// Parses `body` (iteratively, depth-bounded). On failure returns a 400 whose message says where:
+// Parses `body` (depth-bounded). On failure returns a 400 whose message says where:
 // "malformed JSON in request body at offset 17: Missing a comma or '}' after an object member."
 std::optional<canonical::Error> parse(std::string_view body, Document& doc,
                                       std::string_view what = "request body");

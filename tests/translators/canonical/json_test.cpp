@@ -1,0 +1,57 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "translators/canonical/json.hpp"
+
+namespace json = infergate::json;
+
+TEST_CASE("json::parse: small and large bodies parse alike, strings unescaped") {
+    for (size_t pad : {size_t{0}, size_t{10000}}) {  // inline text buffer, then the heap spill
+        const std::string body = R"({"a":"x\ny\u00e9","pad":")" + std::string(pad, 'p') +
+                                 R"(","n":[1,2.5,{"k":true}]})";
+        json::Document doc;
+        REQUIRE_FALSE(json::parse(body, doc));
+        CHECK(json::view(*json::find(doc, "a")) == "x\ny\xc3\xa9");
+        CHECK(json::view(*json::find(doc, "pad")).size() == pad);
+        CHECK((*json::find(doc, "n"))[2]["k"].GetBool());
+    }
+}
+
+TEST_CASE("json::parse: the caller's text is not modified (the document parses its own copy)") {
+    const std::string body = R"({"s":"a\tb"})";
+    const std::string before = body;
+    json::Document doc;
+    REQUIRE_FALSE(json::parse(std::string_view(body), doc));
+    CHECK(body == before);
+}
+
+TEST_CASE("json::parse: nesting beyond the limit is refused, at the limit accepted") {
+    auto nested = [](int depth) {
+        return std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
+    };
+    json::Document ok;
+    CHECK_FALSE(json::parse(nested(json::kMaxDepth), ok));
+    json::Document deep;
+    auto err = json::parse(nested(json::kMaxDepth + 1), deep);
+    REQUIRE(err);
+    CHECK(err->message.find("nested deeper than 64") != std::string::npos);
+    // Many brackets inside strings do not count as nesting.
+    json::Document strings;
+    CHECK_FALSE(json::parse(R"({"s":")" + std::string(200, '[') + R"("})", strings));
+}
+
+TEST_CASE("json::parse: errors say where; trailing data and embedded NUL are refused") {
+    json::Document a;
+    auto e = json::parse(R"({"a":1,})", a);
+    REQUIRE(e);
+    CHECK(e->message.find("at offset 7") != std::string::npos);
+    json::Document b;
+    CHECK(json::parse(R"({"a":1} x)", b));
+    json::Document c;
+    CHECK(json::parse(std::string_view("{\"a\":\"x\0y\"}", 11), c));
+    json::Document d;
+    auto empty = json::parse("  ", d);
+    REQUIRE(empty);
+    CHECK(empty->message.find("empty") != std::string::npos);
+}
