@@ -1,5 +1,7 @@
 #include "proxy/exchange.hpp"
 
+#include <string.h>  // memmem
+
 #include <charconv>
 
 #include "proxy/exchange_detail.hpp"
@@ -380,6 +382,24 @@ std::string fast_path_body(std::string& client_body, const canonical::Generation
         (model == req.model && !ask_usage && !ask_running)) {
         return std::move(client_body);
     }
+    if (model == req.model && client_body.find("\"stream_options\"") == std::string::npos) {
+        // Only stream_options to add: splice it in after the opening brace instead of
+        // re-serializing the whole (prompt-sized) body.
+        const size_t brace = client_body.find('{');
+        if (brace != std::string::npos) {
+            std::string members = "\"stream_options\":{";
+            members += ask_usage ? "\"include_usage\":true" : "";
+            members += ask_usage && ask_running ? "," : "";
+            members += ask_running ? "\"continuous_usage_stats\":true" : "";
+            members += "}";
+            const size_t next = client_body.find_first_not_of(" \t\r\n", brace + 1);
+            if (next != std::string::npos && client_body[next] != '}') {
+                members += ",";
+            }
+            client_body.insert(brace + 1, members);
+            return std::move(client_body);
+        }
+    }
     json::Document doc;
     if (json::parse(client_body, doc)) {
         return std::move(client_body);
@@ -418,10 +438,15 @@ std::string fast_path_body(std::string& client_body, const canonical::Generation
 // Removes the "usage" member from one compact chunk object (the running usage the proxy asked
 // for on the client's behalf). The chunk was already decoded, so it is valid JSON.
 void strip_usage_member(std::string& data) {
-    const size_t key = data.rfind("\"usage\":");
-    if (key == std::string::npos) {
+    // The raw bytes "usage": can only be a key (a quote inside a JSON string is escaped), and in
+    // an OpenAI chunk only the top-level object has one: the first match is it. memmem is the
+    // fast search (string::rfind compares byte by byte).
+    constexpr std::string_view kKey = "\"usage\":";
+    const void* hit = ::memmem(data.data(), data.size(), kKey.data(), kKey.size());
+    if (hit == nullptr) {
         return;
     }
+    const size_t key = static_cast<size_t>(static_cast<const char*>(hit) - data.data());
     size_t i = key + 8;
     int depth = 0;
     bool in_string = false;

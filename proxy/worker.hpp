@@ -60,7 +60,9 @@ public:
 
 private:
     int index_;
-    net::io_context io_{1};
+    // One thread runs it: the reactor's per-socket locks are not needed (posts from other
+    // threads still go through the scheduler's lock).
+    net::io_context io_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
     std::shared_ptr<const config::Config> config_;
     UpstreamPool pool_;
     Metrics& metrics_;
