@@ -96,6 +96,11 @@ net::awaitable<void> Session::run(std::shared_ptr<Session> self) {
                     ec = cec;
                 }
                 if (!ec) {
+                    // Room for the whole body at once: Beast reads into the buffer's free
+                    // capacity (512 bytes at first), one syscall per fill.
+                    if (length) {
+                        buffer_.reserve(buffer_.size() + static_cast<size_t>(*length));
+                    }
                     auto [bec, bn] = co_await http::async_read(stream_, buffer_, parser, use_nothrow);
                     ec = bec;
                 }
@@ -129,6 +134,9 @@ net::awaitable<void> Session::run(std::shared_ptr<Session> self) {
         const bool keep_alive = co_await exchange.run();
         if (!keep_alive) {
             break;
+        }
+        if (buffer_.size() == 0 && buffer_.capacity() > 4096) {
+            buffer_.shrink_to_fit();  // an idle keep-alive connection keeps no large buffer
         }
     }
     beast::error_code ec;

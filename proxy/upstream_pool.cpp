@@ -5,6 +5,9 @@
 namespace infergate {
 
 UpstreamConnection::UpstreamConnection(net::any_io_executor executor, net::ssl::context* tls) {
+    // Beast reads into the buffer's free capacity: with room for a typical response header and
+    // a few stream events, one read takes what the backend wrote (pooled connections are few).
+    buffer_.reserve(8 * 1024);
     if (tls != nullptr) {
         tls_.emplace(executor, *tls);
     } else {
