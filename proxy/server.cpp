@@ -17,13 +17,19 @@
 namespace infergate {
 
 Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move(config)) {
-    tls_.set_default_verify_paths();
-    tls_.set_verify_mode(net::ssl::verify_peer);
-    if (const std::string& ca = config_->backend().tls_ca_file; !ca.empty()) {
-        beast::error_code ec;
-        tls_.load_verify_file(ca, ec);
-        if (ec) {
-            startup_error_ = "backends[0].tls_ca_file: cannot load '" + ca + "': " + ec.message();
+    // TLS only for an https backend: loading the system CA store costs ~70 ms of start-up and
+    // a few MiB of resident memory that a plain-HTTP deployment never uses.
+    if (config_->backend().url.tls) {
+        tls_.emplace(net::ssl::context::tls_client);
+        tls_->set_default_verify_paths();
+        tls_->set_verify_mode(net::ssl::verify_peer);
+        if (const std::string& ca = config_->backend().tls_ca_file; !ca.empty()) {
+            beast::error_code ec;
+            tls_->load_verify_file(ca, ec);
+            if (ec) {
+                startup_error_ =
+                    "backends[0].tls_ca_file: cannot load '" + ca + "': " + ec.message();
+            }
         }
     }
     metrics_ = std::make_unique<Metrics>(*config_, config_->threads);
@@ -36,7 +42,8 @@ Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move
         }
     }
     for (int i = 0; i < config_->threads; ++i) {
-        workers_.push_back(std::make_unique<Worker>(i, config_, &tls_, *metrics_, access_log_fd_));
+        workers_.push_back(std::make_unique<Worker>(i, config_, tls_ ? &*tls_ : nullptr, *metrics_,
+                                                   access_log_fd_));
     }
 }
 
@@ -68,7 +75,7 @@ net::awaitable<void> Server::probe_loop() {
     net::steady_timer timer(control_);
     int attempt = 0;
     for (;;) {
-        ProbeResult r = co_await probe_backend(backend, &tls_);
+        ProbeResult r = co_await probe_backend(backend, tls_ ? &*tls_ : nullptr);
         if (r.info.ready) {
             if (!backend.model.empty()) {
                 r.info.served_model = backend.model;

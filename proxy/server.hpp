@@ -1,4 +1,6 @@
 #pragma once
+
+#include <optional>
 // The whole proxy: N workers (one thread and io_context each, SO_REUSEPORT listeners), the
 // backend probe, signals and graceful shutdown. run() blocks until shutdown completes.
 
@@ -31,7 +33,7 @@ private:
     std::unique_ptr<class Metrics> metrics_;
     int access_log_fd_ = -1;
     net::io_context control_{1};  // signals and the probe, on the main thread
-    net::ssl::context tls_{net::ssl::context::tls_client};
+    std::optional<net::ssl::context> tls_;  // only for an https backend
     std::vector<std::unique_ptr<Worker>> workers_;
     std::vector<std::unique_ptr<Listener>> listeners_;
     bool shutting_down_ = false;
