@@ -784,11 +784,15 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
     const bool legacy_back = back.dialect() == canonical::Dialect::vllm_legacy;
     if (legacy_back && !req.prompts.empty()) {
         translators::vllm_legacy::set_stream_prompt(dec, req.prompts.front().text);
-        // The budget the backend was sent (the client dialect's default, else the server's).
-        dec.max_tokens = req.sampling.max_tokens ? req.sampling.max_tokens
-                         : canonical::default_max_tokens(req.dialect)
-                             ? canonical::default_max_tokens(req.dialect)
-                             : canonical::default_max_tokens(canonical::Dialect::vllm_legacy);
+        // The budget the backend was sent: the client's, else its dialect's default (written
+        // explicitly upstream), else the server's own.
+        dec.max_tokens = req.sampling.max_tokens;
+        if (!dec.max_tokens) {
+            dec.max_tokens = canonical::default_max_tokens(req.dialect);
+        }
+        if (!dec.max_tokens) {
+            dec.max_tokens = canonical::default_max_tokens(canonical::Dialect::vllm_legacy);
+        }
     }
     canonical::StreamState enc = client_stream_state(front, req);
     canonical::StopTrimmer trimmer(stops_left_in_text(worker_.backend(), back, req));
