@@ -80,6 +80,9 @@ Exchange::~Exchange() {
     if (watch_) {
         watch_->active = false;
         watch_->conn = nullptr;
+        if (watch_->ticker) {
+            watch_->ticker->cancel();
+        }
         beast::error_code ec;
         client_.socket().cancel(ec);  // ends the pending wait; nothing else is pending now
     }
@@ -775,6 +778,7 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
                                    : "text/event-stream")) {
         co_return false;
     }
+    start_stream_deadlines();
 
     canonical::StreamState dec;
     dec.n = req.sampling.n;

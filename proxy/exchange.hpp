@@ -106,6 +106,10 @@ private:
     void finish_upstream(bool reusable);
     std::chrono::milliseconds op_timeout(int64_t configured_ms) const;
     void start_watch();
+    // From here on, upstream reads and client writes of this stream use the watch's deadlines
+    // instead of Beast's per-operation timers.
+    void start_stream_deadlines();
+    static void arm_deadlines(std::shared_ptr<Watch> w, beast::tcp_stream* client);
     canonical::Error upstream_failure(beast::error_code ec, std::string_view stage);
 
     // ---- responses ------------------------------------------------------------------------
@@ -146,6 +150,7 @@ private:
     bool keep_alive_ = true;
     bool chunked_ = true;
     std::vector<std::pair<std::string_view, std::string>> extra_headers_;  // on the next send()
+    bool stream_deadlines_ = false;  // see start_stream_deadlines()
     bool full_text_ = false;  // a TGI client's return_full_text, served by its encoder
     std::string_view allow_;  // the Allow header of a 405  // false for HTTP/1.0 clients: the stream ends with the connection
 

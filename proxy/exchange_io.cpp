@@ -115,6 +115,44 @@ void Exchange::start_watch() {
     });
 }
 
+// One tick of a stream's deadline timer: cancels an overdue operation, then waits again.
+void Exchange::arm_deadlines(std::shared_ptr<Watch> w, beast::tcp_stream* client) {
+    w->ticker->expires_after(w->tick);
+    w->ticker->async_wait([w, client](beast::error_code ec) {
+        if (ec || !w->active) {
+            return;
+        }
+        const auto now = Watch::clock::now();
+        beast::error_code ignored;
+        if (now >= w->read_by && w->conn != nullptr) {
+            w->read_timed_out = true;
+            w->read_by = Watch::clock::time_point::max();
+            w->conn->tcp().socket().cancel(ignored);  // the pending read completes, aborted
+        }
+        if (now >= w->write_by) {
+            w->write_timed_out = true;
+            w->write_by = Watch::clock::time_point::max();
+            client->socket().cancel(ignored);
+        }
+        arm_deadlines(w, client);
+    });
+}
+
+void Exchange::start_stream_deadlines() {
+    if (!watch_ || !upstream_ || !upstream_->conn) {
+        return;
+    }
+    const config::Backend& b = worker_.pool().backend();
+    const auto shortest = std::min<int64_t>(b.timeouts.idle_ms, worker_.config().client_idle_ms);
+    // Overdue operations are found within a quarter of the shortest timeout (at most 1 s late).
+    watch_->tick = std::chrono::milliseconds(std::clamp<int64_t>(shortest / 4, 5, 1000));
+    watch_->ticker.emplace(client_.get_executor());
+    upstream_->conn->tcp().expires_never();
+    client_.expires_never();
+    stream_deadlines_ = true;
+    arm_deadlines(watch_, &client_);
+}
+
 canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_view stage) {
     const config::Backend& b = worker_.pool().backend();
     canonical::Error e;
@@ -263,10 +301,24 @@ net::awaitable<beast::error_code> Exchange::read_upstream_some(std::string_view&
     while (!parser.is_done()) {
         parser.get().body().data = upstream_->buf.data();
         parser.get().body().size = upstream_->buf.size();
-        conn.expires_after(op_timeout(b.timeouts.idle_ms));
-        auto [ec, n] = co_await conn.visit([&](auto& s) {
-            return http::async_read_some(s, conn.buffer(), parser, use_nothrow);
-        });
+        beast::error_code ec;
+        if (stream_deadlines_) {
+            watch_->read_by = Watch::clock::now() + op_timeout(b.timeouts.idle_ms);
+        } else {
+            conn.expires_after(op_timeout(b.timeouts.idle_ms));
+        }
+        if (!ec) {
+            auto [rec, n] = co_await conn.visit([&](auto& s) {
+                return http::async_read_some(s, conn.buffer(), parser, use_nothrow);
+            });
+            ec = rec;
+        }
+        if (stream_deadlines_) {
+            watch_->read_by = Watch::clock::time_point::max();
+            if (watch_->read_timed_out) {
+                ec = beast::error::timeout;  // the ticker cancelled an overdue read
+            }
+        }
         if (ec == http::error::need_buffer) {
             ec = {};
         }
@@ -395,7 +447,12 @@ net::awaitable<bool> Exchange::start_stream(std::string_view content_type) {
 net::awaitable<bool> Exchange::write_stream(std::string_view bytes) {
     bytes_out_ += bytes.size();
     WaitTimer wait{*this};
-    client_.expires_after(std::chrono::milliseconds(worker_.config().client_idle_ms));
+    const std::chrono::milliseconds client_idle(worker_.config().client_idle_ms);
+    if (stream_deadlines_) {
+        watch_->write_by = Watch::clock::now() + client_idle;
+    } else {
+        client_.expires_after(client_idle);
+    }
     beast::error_code ec;
     if (chunked_) {
         // One gather write: "<hex size>\r\n", the bytes, "\r\n".
@@ -416,6 +473,9 @@ net::awaitable<bool> Exchange::write_stream(std::string_view bytes) {
         auto [wec, n] = co_await net::async_write(
             client_, net::const_buffer(bytes.data(), bytes.size()), use_nothrow);
         ec = wec;
+    }
+    if (stream_deadlines_) {
+        watch_->write_by = Watch::clock::time_point::max();
     }
     if (ec) {
         outcome_ = Outcome::client_disconnect;
