@@ -32,18 +32,23 @@ BODIES = {
 CHUNKS = 64
 
 
-def instructions(infergate, backend_port, what, n, tmp):
+def instructions(infergate, backend_port, what, n, tmp, prefix=(), data=None, model="M"):
+    """callgrind Ir of an infergate (1 thread) that served `n` requests of kind `what`.
+
+    `prefix`: a command to run it under (taskset); `data`: the request body (default: BODIES)."""
     out = os.path.join(tmp, f"cg.{what}.{n}")
     p = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", infergate,
-         "--upstream", f"http://127.0.0.1:{backend_port}", "--listen", "127.0.0.1:0",
-         "--threads", "1", "--access-log", "off", "--upstream-dialect", "openai", "--model", "M",
-         "--log-level", "warn"],
+        list(prefix) + [
+            "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", infergate,
+            "--upstream", f"http://127.0.0.1:{backend_port}", "--listen", "127.0.0.1:0",
+            "--threads", "1", "--access-log", "off", "--upstream-dialect", "openai",
+            "--model", model, "--log-level", "warn"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         port = int(re.search(r":(\d+)", p.stdout.readline()).group(1))
         path, body = BODIES[what]
-        data = json.dumps(body).encode()
+        if data is None:
+            data = json.dumps(body).encode()
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         for i in range(n):
             conn.request("POST", path, data, {"Content-Type": "application/json"})

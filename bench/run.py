@@ -26,6 +26,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ir  # noqa: E402  (bench/ir.py: the callgrind measurement)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 MODEL = "M"
@@ -423,38 +426,10 @@ def memory(ctx, target):
 
 def callgrind(ctx, n, warm=20):
     """Instructions of infergate (1 thread, translated path, non-stream) for `warm` + n requests."""
-    out = os.path.join(ctx.tmp, f"callgrind.{n}.{time.time_ns()}")
-    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-           ctx.bins["infergate"], "--upstream", f"http://127.0.0.1:{ctx.backend_port}",
-           "--listen", "127.0.0.1:0", "--threads", "1", "--access-log", "off",
-           "--upstream-dialect", "openai", "--model", MODEL, "--log-level", "warn"]
-    p = subprocess.Popen(taskset(ctx.proxy_cpus[1]) + cmd, stdout=subprocess.PIPE, text=True,
-                         stderr=subprocess.DEVNULL)
-    try:
-        port = read_listening(p, timeout=120)
-        with open(ctx.files[("trans", False)], "rb") as f:
-            body = f.read()
-        import http.client
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        for i in range(warm + n):
-            conn.request("POST", "/generate", body, {"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            resp.read()
-            if resp.status != 200:
-                raise RuntimeError(f"callgrind request {i}: HTTP {resp.status}")
-        conn.close()
-    finally:
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=120)
-    total = 0
-    for name in os.listdir(ctx.tmp):
-        if name.startswith(os.path.basename(out)):
-            with open(os.path.join(ctx.tmp, name)) as f:
-                for line in f:
-                    if line.startswith("totals:") or line.startswith("summary:"):
-                        total += int(line.split()[1])
-                        break
-    return total
+    with open(ctx.files[("trans", False)], "rb") as f:
+        body = f.read()
+    return ir.instructions(ctx.bins["infergate"], ctx.backend_port, "trans", warm + n, ctx.tmp,
+                           prefix=taskset(ctx.proxy_cpus[1]), data=body, model=MODEL)
 
 
 # ---------------------------------------------------------------------------------------------
