@@ -18,19 +18,17 @@ std::string StopTrimmer::strip(std::string& text) const {
     return *best;
 }
 
-size_t StopTrimmer::tail_to_hold(const std::string& text) const {
-    // The longest suffix of `text` that is a prefix of (or all of) some stop string. A stop
-    // string begins a code point, so the cut never splits one.
-    size_t hold = 0;
-    for (const std::string& s : stops_) {
-        for (size_t k = std::min(s.size(), text.size()); k > hold; --k) {
+size_t stop_prefix_tail(std::string_view text, const std::vector<std::string>& stops) {
+    size_t longest = 0;
+    for (const std::string& s : stops) {
+        for (size_t k = std::min(s.size(), text.size()); k > longest; --k) {
             if (text.compare(text.size() - k, k, s, 0, k) == 0) {
-                hold = k;
+                longest = k;
                 break;
             }
         }
     }
-    return hold;
+    return longest;
 }
 
 void StopTrimmer::apply(StreamEvent& ev) {
@@ -54,7 +52,7 @@ void StopTrimmer::apply(StreamEvent& ev) {
         ev.text = std::move(text);
         return;
     }
-    const size_t hold = tail_to_hold(text);
+    const size_t hold = stop_prefix_tail(text, stops_);
     held_[i].assign(text, text.size() - hold, hold);
     text.resize(text.size() - hold);
     ev.text = std::move(text);

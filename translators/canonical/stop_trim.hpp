@@ -5,11 +5,17 @@
 // that may be the start of one, so that no byte of a stop string ever reaches the client.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "translators/canonical/types.hpp"
 
 namespace infergate::canonical {
+
+// The length of the longest tail of `text` that is a prefix of (or all of) one of `stops`: the
+// bytes a stream must hold back until it knows whether a stop string follows. A stop string
+// begins a code point, so the cut never splits one.
+size_t stop_prefix_tail(std::string_view text, const std::vector<std::string>& stops);
 
 class StopTrimmer {
 public:
@@ -26,7 +32,6 @@ public:
 private:
     // Strips a stop string the text ends with; returns it (empty when none).
     std::string strip(std::string& text) const;
-    size_t tail_to_hold(const std::string& text) const;
 
     std::vector<std::string> stops_;
     std::vector<std::string> held_;  // per choice index

@@ -3,6 +3,7 @@
 // deltas, so the client side re-accumulates and the upstream side diffs.
 
 #include "translators/framing/framing.hpp"
+#include "translators/canonical/stop_trim.hpp"
 #include "translators/sglang/codec_impl.hpp"
 #include "translators/sglang/wire.hpp"
 
@@ -11,6 +12,7 @@ namespace infergate::translators::sglang {
 namespace {
 
 using canonical::ChoiceState;
+using canonical::stop_prefix_tail;
 using canonical::FinishKind;
 using canonical::FinishReason;
 
@@ -221,24 +223,6 @@ void SglangCodec::encode_stream_error(const Error& error, StreamState& state,
 }
 
 // ---- upstream side ---------------------------------------------------------------------------
-
-namespace {
-
-// Length of the longest tail of `text` that is a prefix of (or equal to) one of `stops`.
-size_t stop_prefix_tail(std::string_view text, const std::vector<std::string>& stops) {
-    size_t longest = 0;
-    for (const std::string& s : stops) {
-        for (size_t k = std::min(s.size(), text.size()); k > longest; --k) {
-            if (text.compare(text.size() - k, k, s, 0, k) == 0) {
-                longest = k;
-                break;
-            }
-        }
-    }
-    return longest;
-}
-
-}  // namespace
 
 void SglangCodec::decode_stream_event(std::string_view data, StreamState& state,
                                       std::vector<StreamEvent>& out) const {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "translators/canonical/stop_trim.hpp"
 #include "translators/tgi/codec_impl.hpp"
 
 namespace infergate::translators::tgi {
@@ -11,6 +12,7 @@ namespace infergate::translators::tgi {
 namespace {
 
 using canonical::ChoiceState;
+using canonical::stop_prefix_tail;
 using canonical::FinishKind;
 using canonical::FinishReason;
 
@@ -184,21 +186,6 @@ int status_for(std::string_view type) {
         return 500;
     }
     return 502;
-}
-
-// Length of the longest tail of `text` that is a prefix of (or equal to) one of `stops`: text
-// that may still become a stop string TGI will have streamed before it says so.
-size_t stop_prefix_tail(std::string_view text, const std::vector<std::string>& stops) {
-    size_t longest = 0;
-    for (const std::string& s : stops) {
-        for (size_t k = std::min(s.size(), text.size()); k > longest; --k) {
-            if (text.compare(text.size() - k, k, s, 0, k) == 0) {
-                longest = k;
-                break;
-            }
-        }
-    }
-    return longest;
 }
 
 std::optional<Error> read_final(const json::Value& doc, const json::Value& generated,

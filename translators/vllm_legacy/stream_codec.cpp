@@ -6,12 +6,14 @@
 #include <string_view>
 
 #include "translators/canonical/json.hpp"
+#include "translators/canonical/stop_trim.hpp"
 #include "translators/vllm_legacy/codec.hpp"
 #include "translators/vllm_legacy/codec_impl.hpp"
 
 namespace infergate::translators::vllm_legacy {
 
 using canonical::ChoiceState;
+using canonical::stop_prefix_tail;
 using canonical::FinishKind;
 using canonical::FinishReason;
 
@@ -91,25 +93,6 @@ void VllmLegacyCodec::encode_stream_error(const Error& error, StreamState& state
 }
 
 // ---- upstream side ---------------------------------------------------------------------------
-
-namespace {
-
-// Length of the longest tail of `text` that is a prefix of (or equal to) one of `stops`: text
-// the server may still trim, which cannot be taken back once sent as a delta.
-size_t stop_prefix_tail(std::string_view text, const std::vector<std::string>& stops) {
-    size_t longest = 0;
-    for (const std::string& s : stops) {
-        for (size_t k = std::min(s.size(), text.size()); k > longest; --k) {
-            if (text.compare(text.size() - k, k, s, 0, k) == 0) {
-                longest = k;
-                break;
-            }
-        }
-    }
-    return longest;
-}
-
-}  // namespace
 
 namespace {
 
