@@ -30,18 +30,19 @@ net::awaitable<Reply> get(UpstreamPool& pool, const std::string& path) {
         req.set("x-api-key", pool.backend().api_key);
     }
     req.set("anthropic-version", "2023-06-01");
-    conn->expires_after(std::chrono::seconds(5));
+    // One 5 s budget for the request and the response.
+    conn->deadline().arm(std::chrono::seconds(5));
     auto [wec, wn] = co_await conn->visit([&](auto& s) { return http::async_write(s, req, use_nothrow); });
     if (wec) {
-        reply.ec = wec;
+        reply.ec = conn->settle(wec);
         co_return reply;
     }
     http::response_parser<http::string_body> parser;
     parser.body_limit(1024 * 1024);
     auto [rec, rn] = co_await conn->visit(
         [&](auto& s) { return http::async_read(s, conn->buffer(), parser, use_nothrow); });
-    if (rec) {
-        reply.ec = rec;
+    if (auto ec = conn->settle(rec)) {
+        reply.ec = ec;
         co_return reply;
     }
     reply.status = parser.get().result_int();
@@ -89,7 +90,9 @@ translators::Flavor flavor_of(config::BackendDialect d) {
 
 net::awaitable<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::context* tls) {
     auto executor = co_await net::this_coro::executor;
-    UpstreamPool pool(executor, backend, backend.url.tls ? tls : nullptr);
+    Deadlines deadlines;  // outlives the pool and its connections
+    deadlines.start(executor, Deadlines::tick_for(std::chrono::seconds(5)));
+    UpstreamPool pool(executor, deadlines, backend, backend.url.tls ? tls : nullptr);
     ProbeResult result;
     BackendInfo& info = result.info;
     info.served_model = backend.model;

@@ -62,10 +62,11 @@ std::string_view to_string(Outcome o) {
     return "ok";
 }
 
-Exchange::Exchange(Worker& worker, beast::tcp_stream& client,
+Exchange::Exchange(Worker& worker, beast::tcp_stream& client, Deadline& client_deadline,
                    http::request<http::string_body> request, const std::string& peer)
     : worker_(worker),
       client_(client),
+      client_deadline_(client_deadline),
       request_(std::move(request)),
       peer_(peer),
       received_(std::chrono::steady_clock::now()) {
@@ -80,9 +81,6 @@ Exchange::~Exchange() {
     if (watch_) {
         watch_->active = false;
         watch_->conn = nullptr;
-        if (watch_->ticker) {
-            watch_->ticker->cancel();
-        }
         beast::error_code ec;
         client_.socket().cancel(ec);  // ends the pending wait; nothing else is pending now
     }
@@ -778,7 +776,6 @@ net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
                                    : "text/event-stream")) {
         co_return false;
     }
-    start_stream_deadlines();
 
     canonical::StreamState dec;
     dec.n = req.sampling.n;

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/deadlines.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/net.hpp"
 #include "proxy/router.hpp"
@@ -38,8 +39,9 @@ struct TokenTally {
 
 class Exchange {
 public:
-    Exchange(Worker& worker, beast::tcp_stream& client, http::request<http::string_body> request,
-             const std::string& peer);
+    // `client_deadline` times the writes to `client` (the session's, shared with its reads).
+    Exchange(Worker& worker, beast::tcp_stream& client, Deadline& client_deadline,
+             http::request<http::string_body> request, const std::string& peer);
     ~Exchange();
     Exchange(const Exchange&) = delete;
     Exchange& operator=(const Exchange&) = delete;
@@ -106,10 +108,6 @@ private:
     void finish_upstream(bool reusable);
     std::chrono::milliseconds op_timeout(int64_t configured_ms) const;
     void start_watch();
-    // From here on, upstream reads and client writes of this stream use the watch's deadlines
-    // instead of Beast's per-operation timers.
-    void start_stream_deadlines();
-    static void arm_deadlines(std::shared_ptr<Watch> w, beast::tcp_stream* client);
     canonical::Error upstream_failure(beast::error_code ec, std::string_view stage);
 
     // ---- responses ------------------------------------------------------------------------
@@ -144,13 +142,13 @@ private:
 
     Worker& worker_;
     beast::tcp_stream& client_;
+    Deadline& client_deadline_;
     http::request<http::string_body> request_;
     const std::string& peer_;
     std::string request_id_;
     bool keep_alive_ = true;
     bool chunked_ = true;
     std::vector<std::pair<std::string_view, std::string>> extra_headers_;  // on the next send()
-    bool stream_deadlines_ = false;  // see start_stream_deadlines()
     bool full_text_ = false;  // a TGI client's return_full_text, served by its encoder
     std::string_view allow_;  // the Allow header of a 405  // false for HTTP/1.0 clients: the stream ends with the connection
 

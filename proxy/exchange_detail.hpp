@@ -28,17 +28,6 @@ struct Exchange::Watch {
     bool active = true;
     bool client_gone = false;
     UpstreamConnection* conn = nullptr;
-
-    // Stream deadlines (see Exchange::start_stream_deadlines): instead of a Beast timer armed
-    // and cancelled around every read and write of every chunk, the pending operation's
-    // deadline is a plain time point and one periodic timer per stream cancels what is overdue.
-    using clock = std::chrono::steady_clock;
-    std::optional<net::steady_timer> ticker;
-    std::chrono::milliseconds tick{100};
-    clock::time_point read_by = clock::time_point::max();
-    clock::time_point write_by = clock::time_point::max();
-    bool read_timed_out = false;
-    bool write_timed_out = false;
 };
 
 }  // namespace infergate

@@ -115,44 +115,6 @@ void Exchange::start_watch() {
     });
 }
 
-// One tick of a stream's deadline timer: cancels an overdue operation, then waits again.
-void Exchange::arm_deadlines(std::shared_ptr<Watch> w, beast::tcp_stream* client) {
-    w->ticker->expires_after(w->tick);
-    w->ticker->async_wait([w, client](beast::error_code ec) {
-        if (ec || !w->active) {
-            return;
-        }
-        const auto now = Watch::clock::now();
-        beast::error_code ignored;
-        if (now >= w->read_by && w->conn != nullptr) {
-            w->read_timed_out = true;
-            w->read_by = Watch::clock::time_point::max();
-            w->conn->tcp().socket().cancel(ignored);  // the pending read completes, aborted
-        }
-        if (now >= w->write_by) {
-            w->write_timed_out = true;
-            w->write_by = Watch::clock::time_point::max();
-            client->socket().cancel(ignored);
-        }
-        arm_deadlines(w, client);
-    });
-}
-
-void Exchange::start_stream_deadlines() {
-    if (!watch_ || !upstream_ || !upstream_->conn) {
-        return;
-    }
-    const config::Backend& b = worker_.pool().backend();
-    const auto shortest = std::min<int64_t>(b.timeouts.idle_ms, worker_.config().client_idle_ms);
-    // Overdue operations are found within a quarter of the shortest timeout (at most 1 s late).
-    watch_->tick = std::chrono::milliseconds(std::clamp<int64_t>(shortest / 4, 5, 1000));
-    watch_->ticker.emplace(client_.get_executor());
-    upstream_->conn->tcp().expires_never();
-    client_.expires_never();
-    stream_deadlines_ = true;
-    arm_deadlines(watch_, &client_);
-}
-
 canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_view stage) {
     const config::Backend& b = worker_.pool().backend();
     canonical::Error e;
@@ -254,22 +216,24 @@ net::awaitable<bool> Exchange::call_upstream(http::verb verb, std::string target
         }
         UpstreamConnection& conn = *upstream_->conn;
         WaitTimer wait{*this};
-        conn.expires_after(op_timeout(b.timeouts.idle_ms));
         std::string head;
         append_header(req.base(), head);
         const std::array<net::const_buffer, 2> wire{net::buffer(head), net::buffer(req.body())};
-        auto [wec, wn] = co_await conn.visit(
+        conn.arm(op_timeout(b.timeouts.idle_ms));
+        auto [rwec, wn] = co_await conn.visit(
             [&](auto& s) { return net::async_write(s, wire, use_nothrow); });
+        beast::error_code wec = conn.settle(rwec);
         const auto sent = std::chrono::steady_clock::now();
         std::string_view stage = "sending the request";
         if (!wec) {
             upstream_->parser.emplace();
             upstream_->parser->header_limit(64 * 1024);
             upstream_->parser->body_limit(boost::none);
-            conn.expires_after(op_timeout(b.timeouts.first_byte_ms));
-            auto [hec, hn] = co_await conn.visit([&](auto& s) {
+            conn.arm(op_timeout(b.timeouts.first_byte_ms));
+            auto [rhec, hn] = co_await conn.visit([&](auto& s) {
                 return http::async_read_header(s, conn.buffer(), *upstream_->parser, use_nothrow);
             });
+            const beast::error_code hec = conn.settle(rhec);
             if (!hec) {
                 ++conn.uses;
                 record_.upstream_first_byte_seconds =
@@ -301,24 +265,11 @@ net::awaitable<beast::error_code> Exchange::read_upstream_some(std::string_view&
     while (!parser.is_done()) {
         parser.get().body().data = upstream_->buf.data();
         parser.get().body().size = upstream_->buf.size();
-        beast::error_code ec;
-        if (stream_deadlines_) {
-            watch_->read_by = Watch::clock::now() + op_timeout(b.timeouts.idle_ms);
-        } else {
-            conn.expires_after(op_timeout(b.timeouts.idle_ms));
-        }
-        if (!ec) {
-            auto [rec, n] = co_await conn.visit([&](auto& s) {
-                return http::async_read_some(s, conn.buffer(), parser, use_nothrow);
-            });
-            ec = rec;
-        }
-        if (stream_deadlines_) {
-            watch_->read_by = Watch::clock::time_point::max();
-            if (watch_->read_timed_out) {
-                ec = beast::error::timeout;  // the ticker cancelled an overdue read
-            }
-        }
+        conn.arm(op_timeout(b.timeouts.idle_ms));
+        auto [rec, n] = co_await conn.visit([&](auto& s) {
+            return http::async_read_some(s, conn.buffer(), parser, use_nothrow);
+        });
+        beast::error_code ec = conn.settle(rec);
         if (ec == http::error::need_buffer) {
             ec = {};
         }
@@ -394,13 +345,12 @@ net::awaitable<bool> Exchange::send(http::status status, std::string body,
     res.prepare_payload();
     bytes_out_ += res.body().size();
     WaitTimer wait{*this};
-    client_.expires_after(std::chrono::milliseconds(worker_.config().client_idle_ms));
     std::string head;
     append_header(res.base(), head);
     const std::array<net::const_buffer, 2> wire{net::buffer(head), net::buffer(res.body())};
-    auto [ec, n] = co_await net::async_write(client_, wire, use_nothrow);
-    client_.expires_never();
-    if (ec) {
+    client_deadline_.arm(std::chrono::milliseconds(worker_.config().client_idle_ms));
+    auto [wec, n] = co_await net::async_write(client_, wire, use_nothrow);
+    if (client_deadline_.settle(wec)) {
         outcome_ = Outcome::client_disconnect;
         co_return false;
     }
@@ -435,9 +385,9 @@ net::awaitable<bool> Exchange::start_stream(std::string_view content_type) {
     std::string head;
     append_header(res.base(), head);
     WaitTimer wait{*this};
-    client_.expires_after(std::chrono::milliseconds(worker_.config().client_idle_ms));
-    auto [ec, n] = co_await net::async_write(client_, net::buffer(head), use_nothrow);
-    if (ec) {
+    client_deadline_.arm(std::chrono::milliseconds(worker_.config().client_idle_ms));
+    auto [wec, n] = co_await net::async_write(client_, net::buffer(head), use_nothrow);
+    if (client_deadline_.settle(wec)) {
         outcome_ = Outcome::client_disconnect;
         co_return false;
     }
@@ -447,12 +397,7 @@ net::awaitable<bool> Exchange::start_stream(std::string_view content_type) {
 net::awaitable<bool> Exchange::write_stream(std::string_view bytes) {
     bytes_out_ += bytes.size();
     WaitTimer wait{*this};
-    const std::chrono::milliseconds client_idle(worker_.config().client_idle_ms);
-    if (stream_deadlines_) {
-        watch_->write_by = Watch::clock::now() + client_idle;
-    } else {
-        client_.expires_after(client_idle);
-    }
+    client_deadline_.arm(std::chrono::milliseconds(worker_.config().client_idle_ms));
     beast::error_code ec;
     if (chunked_) {
         // One gather write: "<hex size>\r\n", the bytes, "\r\n".
@@ -474,10 +419,7 @@ net::awaitable<bool> Exchange::write_stream(std::string_view bytes) {
             client_, net::const_buffer(bytes.data(), bytes.size()), use_nothrow);
         ec = wec;
     }
-    if (stream_deadlines_) {
-        watch_->write_by = Watch::clock::time_point::max();
-    }
-    if (ec) {
+    if (client_deadline_.settle(ec)) {
         outcome_ = Outcome::client_disconnect;
         if (upstream_ && upstream_->conn) {
             upstream_->conn->close();  // stop the generation nobody will read
@@ -492,11 +434,10 @@ net::awaitable<bool> Exchange::end_stream() {
         co_return true;
     }
     WaitTimer wait{*this};
-    client_.expires_after(std::chrono::milliseconds(worker_.config().client_idle_ms));
-    auto [ec, n] = co_await net::async_write(client_, net::const_buffer("0\r\n\r\n", 5),
+    client_deadline_.arm(std::chrono::milliseconds(worker_.config().client_idle_ms));
+    auto [wec, n] = co_await net::async_write(client_, net::const_buffer("0\r\n\r\n", 5),
                                               use_nothrow);
-    client_.expires_never();
-    if (ec) {
+    if (client_deadline_.settle(wec)) {
         outcome_ = Outcome::client_disconnect;
         co_return false;
     }

@@ -9,7 +9,9 @@
 namespace infergate {
 
 Session::Session(Worker& worker, tcp::socket socket)
-    : worker_(worker), stream_(std::move(socket)) {
+    : worker_(worker),
+      stream_(std::move(socket)),
+      deadline_(worker.deadlines(), &stream_.socket()) {
     beast::error_code ec;
     stream_.socket().set_option(tcp::no_delay(true), ec);
     const auto ep = stream_.socket().remote_endpoint(ec);
@@ -46,8 +48,9 @@ net::awaitable<void> Session::reject(http::status status, std::string message, u
     body += R"(","type":"invalid_request_error","param":null,"code":null}})";
     res.body() = std::move(body);
     res.prepare_payload();
-    stream_.expires_after(std::chrono::seconds(5));
+    deadline_.arm(std::chrono::seconds(5));
     co_await http::async_write(stream_, res, use_nothrow);
+    deadline_.disarm();
 }
 
 net::awaitable<void> Session::linger() {
@@ -59,7 +62,7 @@ net::awaitable<void> Session::linger() {
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     std::array<char, 16384> sink;
     size_t drained = 0;
-    stream_.expires_after(std::chrono::seconds(2));
+    deadline_.arm(std::chrono::seconds(2));  // for the whole drain
     while (drained < 64 * 1024 * 1024) {
         auto [rec, n] = co_await stream_.async_read_some(net::buffer(sink), use_nothrow);
         if (rec) {
@@ -67,6 +70,7 @@ net::awaitable<void> Session::linger() {
         }
         drained += n;
     }
+    deadline_.disarm();
 }
 
 net::awaitable<void> Session::run(std::shared_ptr<Session> self) {
@@ -79,8 +83,10 @@ net::awaitable<void> Session::run(std::shared_ptr<Session> self) {
         http::request_parser<http::string_body> parser;
         parser.body_limit(cfg.max_body_bytes);
         parser.header_limit(cfg.max_header_bytes);
-        stream_.expires_after(std::chrono::milliseconds(cfg.client_idle_ms));
-        auto [ec, n] = co_await http::async_read_header(stream_, buffer_, parser, use_nothrow);
+        // One deadline for the whole request: the idle wait, its header and its body.
+        deadline_.arm(std::chrono::milliseconds(cfg.client_idle_ms));
+        auto [hec, n] = co_await http::async_read_header(stream_, buffer_, parser, use_nothrow);
+        beast::error_code ec = hec;
         if (!ec) {
             idle_ = false;
             // Refuse an over-long body before reading it, and tell a client that waits for
@@ -106,6 +112,7 @@ net::awaitable<void> Session::run(std::shared_ptr<Session> self) {
                 }
             }
         }
+        ec = deadline_.settle(ec);
         idle_ = false;
         if (ec) {
             const unsigned version = parser.is_header_done() ? parser.get().version() : 11;
@@ -129,8 +136,7 @@ net::awaitable<void> Session::run(std::shared_ptr<Session> self) {
             }
             break;  // EOF, reset or idle timeout: just close
         }
-        stream_.expires_never();
-        Exchange exchange(worker_, stream_, parser.release(), peer_);
+        Exchange exchange(worker_, stream_, deadline_, parser.release(), peer_);
         const bool keep_alive = co_await exchange.run();
         if (!keep_alive) {
             break;

@@ -5,6 +5,7 @@
 #include <list>
 #include <memory>
 
+#include "proxy/deadlines.hpp"
 #include "proxy/net.hpp"
 
 namespace infergate {
@@ -29,6 +30,7 @@ private:
 
     Worker& worker_;
     beast::tcp_stream stream_;
+    Deadline deadline_;  // of the client socket's reads (here) and writes (the exchange's)
     beast::flat_buffer buffer_;
     std::list<Session*>::iterator registration_;
     std::string peer_;

@@ -4,7 +4,9 @@
 
 namespace infergate {
 
-UpstreamConnection::UpstreamConnection(net::any_io_executor executor, net::ssl::context* tls) {
+UpstreamConnection::UpstreamConnection(net::any_io_executor executor, Deadlines& deadlines,
+                                       net::ssl::context* tls)
+    : deadline_(deadlines) {
     // Beast reads into the buffer's free capacity: with room for a typical response header and
     // a few stream events, one read takes what the backend wrote (pooled connections are few).
     buffer_.reserve(8 * 1024);
@@ -13,13 +15,15 @@ UpstreamConnection::UpstreamConnection(net::any_io_executor executor, net::ssl::
     } else {
         tcp_.emplace(executor);
     }
+    deadline_.attach(tcp().socket());
 }
 
 net::awaitable<beast::error_code> UpstreamConnection::connect(
     const tcp::resolver::results_type& endpoints, const std::string& sni_host,
     std::chrono::milliseconds timeout) {
-    tcp().expires_after(timeout);
-    auto [ec, endpoint] = co_await tcp().async_connect(endpoints, use_nothrow);
+    deadline_.arm(timeout);
+    auto [cec, endpoint] = co_await tcp().async_connect(endpoints, use_nothrow);
+    beast::error_code ec = deadline_.settle(cec);
     if (ec) {
         co_return ec;
     }
@@ -30,12 +34,12 @@ net::awaitable<beast::error_code> UpstreamConnection::connect(
                                         net::error::get_ssl_category());
         }
         tls_->set_verify_callback(net::ssl::host_name_verification(sni_host));
+        deadline_.arm(timeout);
         auto [hec] = co_await tls_->async_handshake(net::ssl::stream_base::client, use_nothrow);
-        if (hec) {
-            co_return hec;
+        if (auto e = deadline_.settle(hec)) {
+            co_return e;
         }
     }
-    tcp().expires_never();
     co_return beast::error_code{};
 }
 
@@ -48,9 +52,10 @@ void UpstreamConnection::close() {
     }
 }
 
-UpstreamPool::UpstreamPool(net::any_io_executor executor, const config::Backend& backend,
-                           net::ssl::context* tls)
-    : executor_(executor), backend_(backend), tls_(tls), resolver_(executor) {}
+UpstreamPool::UpstreamPool(net::any_io_executor executor, Deadlines& deadlines,
+                           const config::Backend& backend, net::ssl::context* tls)
+    : executor_(executor), deadlines_(deadlines), backend_(backend), tls_(tls),
+      resolver_(executor) {}
 
 net::awaitable<std::unique_ptr<UpstreamConnection>> UpstreamPool::acquire(
     beast::error_code& error, bool& reused) {
@@ -77,7 +82,7 @@ net::awaitable<std::unique_ptr<UpstreamConnection>> UpstreamPool::acquire(
         }
         endpoints_ = std::move(results);
     }
-    auto c = std::make_unique<UpstreamConnection>(executor_, tls_);
+    auto c = std::make_unique<UpstreamConnection>(executor_, deadlines_, tls_);
     error = co_await c->connect(*endpoints_, backend_.url.host,
                                 std::chrono::milliseconds(backend_.timeouts.connect_ms));
     if (error) {
@@ -95,7 +100,7 @@ void UpstreamPool::release(std::unique_ptr<UpstreamConnection> connection) {
         connection->close();
         return;
     }
-    connection->tcp().expires_never();
+    connection->deadline().disarm();
     idle_.push_back(std::move(connection));
 }
 

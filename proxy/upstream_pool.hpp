@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "proxy/deadlines.hpp"
 #include "proxy/net.hpp"
 
 namespace infergate {
@@ -16,7 +17,7 @@ namespace infergate {
 // One connection to a backend, plain TCP or TLS as the backend URL says.
 class UpstreamConnection {
 public:
-    UpstreamConnection(net::any_io_executor executor, net::ssl::context* tls);
+    UpstreamConnection(net::any_io_executor executor, Deadlines& deadlines, net::ssl::context* tls);
 
     // Connects (and handshakes) to one of `endpoints` within `timeout`.
     net::awaitable<beast::error_code> connect(const tcp::resolver::results_type& endpoints,
@@ -30,7 +31,10 @@ public:
     }
 
     beast::tcp_stream& tcp() { return tls_ ? beast::get_lowest_layer(*tls_) : *tcp_; }
-    void expires_after(std::chrono::milliseconds d) { tcp().expires_after(d); }
+    // The next operation must complete within `d`; settle() its result (see Deadline).
+    void arm(std::chrono::milliseconds d) { deadline_.arm(d); }
+    beast::error_code settle(beast::error_code ec) { return deadline_.settle(ec); }
+    Deadline& deadline() { return deadline_; }
     // Closes the socket at once, cancelling whatever is pending (client went away, error).
     void close();
     bool is_open() { return tcp().socket().is_open(); }
@@ -42,12 +46,13 @@ private:
     std::optional<beast::tcp_stream> tcp_;
     std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
     beast::flat_buffer buffer_;
+    Deadline deadline_;
 };
 
 class UpstreamPool {
 public:
-    UpstreamPool(net::any_io_executor executor, const config::Backend& backend,
-                 net::ssl::context* tls);
+    UpstreamPool(net::any_io_executor executor, Deadlines& deadlines,
+                 const config::Backend& backend, net::ssl::context* tls);
 
     // An idle keep-alive connection, or a new one. `error` is set when connecting failed
     // (refused, unresolvable, timed out).
@@ -60,6 +65,7 @@ public:
 
 private:
     net::any_io_executor executor_;
+    Deadlines& deadlines_;
     const config::Backend& backend_;
     net::ssl::context* tls_;
     tcp::resolver resolver_;

@@ -1,5 +1,7 @@
 #include "proxy/worker.hpp"
 
+#include <algorithm>
+
 #include "proxy/session.hpp"
 
 namespace infergate {
@@ -8,10 +10,21 @@ Worker::Worker(int index, std::shared_ptr<const config::Config> config, net::ssl
                Metrics& metrics, int access_log_fd)
     : index_(index),
       config_(std::move(config)),
-      pool_(io_.get_executor(), config_->backend(), config_->backend().url.tls ? tls : nullptr),
+      pool_(io_.get_executor(), deadlines_, config_->backend(),
+            config_->backend().url.tls ? tls : nullptr),
       metrics_(metrics),
       access_log_fd_(access_log_fd),
-      rng_(std::random_device{}() ^ (static_cast<uint64_t>(index) << 32)) {}
+      rng_(std::random_device{}() ^ (static_cast<uint64_t>(index) << 32)) {
+    const config::Timeouts& t = config_->backend().timeouts;
+    int64_t shortest =
+        std::min({t.connect_ms, t.first_byte_ms, t.idle_ms, config_->client_idle_ms});
+    if (t.total_ms > 0) {
+        shortest = std::min(shortest, t.total_ms);
+    }
+    deadlines_.start(io_.get_executor(), Deadlines::tick_for(std::chrono::milliseconds(shortest)));
+}
+
+Worker::~Worker() { deadlines_.stop(); }
 
 std::string Worker::random_hex(size_t chars) {
     static constexpr char kHex[] = "0123456789abcdef";

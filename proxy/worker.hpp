@@ -11,6 +11,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "proxy/deadlines.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/net.hpp"
 #include "proxy/upstream_pool.hpp"
@@ -34,9 +35,13 @@ class Worker {
 public:
     Worker(int index, std::shared_ptr<const config::Config> config, net::ssl::context* tls,
            Metrics& metrics, int access_log_fd);
+    ~Worker();
+    Worker(const Worker&) = delete;
+    Worker& operator=(const Worker&) = delete;
 
     int index() const { return index_; }
     net::io_context& io() { return io_; }
+    Deadlines& deadlines() { return deadlines_; }
     const config::Config& config() const { return *config_; }
     UpstreamPool& pool() { return pool_; }
     WorkerMetrics& metrics() { return metrics_.worker(index_); }
@@ -60,6 +65,9 @@ public:
 
 private:
     int index_;
+    // Declared before io_: sessions and connections still pending when io_ is destroyed
+    // unregister their deadlines from it (its timer is destroyed first, in ~Worker).
+    Deadlines deadlines_;
     // One thread runs it: the reactor's per-socket locks are not needed (posts from other
     // threads still go through the scheduler's lock).
     net::io_context io_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
