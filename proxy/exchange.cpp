@@ -583,13 +583,13 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
         finish_upstream(true);
         if (same_dialect) {
             // Relayed as is, but only if it is what the dialect says it is.
-            auto checked = back.decode_response(response, req);
+            auto checked = back.check_response(response, req);
             if (!checked) {
                 outcome_ = Outcome::upstream_error;
                 note_upstream_error(UpstreamErrorKind::protocol);
                 co_return co_await send_error(front, checked.error());
             }
-            note_usage(checked->usage);
+            note_usage(*checked);
             if (model != client_model(req)) {
                 replace_model(response, model, client_model(req));
             }

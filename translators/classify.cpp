@@ -1,7 +1,6 @@
 #include "translators/classify.hpp"
 
-#include <rapidjson/memorystream.h>
-#include <rapidjson/reader.h>
+#include "translators/canonical/json.hpp"
 
 namespace infergate::translators {
 
@@ -70,9 +69,9 @@ constexpr std::string_view kShapes =
 
 canonical::Result<canonical::Dialect> classify_generate_body(std::string_view body) {
     KeyScan scan;
-    rapidjson::MemoryStream ms(body.data(), body.size());
-    rapidjson::Reader reader;
-    const bool ok = !reader.Parse<rapidjson::kParseStopWhenDoneFlag>(ms, scan).IsError();
+    // Depth-bounded (json::sax): a body of half a million '[' must not exhaust the stack of
+    // the recursive reader.
+    const bool ok = json::sax<rapidjson::kParseStopWhenDoneFlag>(body, scan);
     if (!ok || !scan.object) {
         // Not a JSON object: SGLang, the proxy's historical owner of the route, reports it.
         return canonical::Dialect::sglang;

@@ -34,6 +34,14 @@ std::string error_type_for(int status) {
 
 }  // namespace
 
+Result<Usage> Codec::check_response(std::string_view body, const GenerationRequest& req) const {
+    auto decoded = decode_response(body, req);
+    if (!decoded) {
+        return std::move(decoded.error());
+    }
+    return decoded->usage;
+}
+
 Error Codec::decode_error(int status, std::string_view body) const {
     // Every envelope the servers use (api-dialects §10.14): {"error": {"message": ...}},
     // {"object": "error", "message": ...}, {"error": "text"}, FastAPI {"detail": ...}, TGI

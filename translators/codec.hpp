@@ -18,6 +18,7 @@ using canonical::GenerationResult;
 using canonical::Result;
 using canonical::StreamEvent;
 using canonical::StreamState;
+using canonical::Usage;
 
 // What kind of backend sits behind an OpenAI-dialect upstream; decides which non-standard
 // extensions may be sent (vLLM and SGLang accept `continuous_usage_stats`, `top_k`, ...; the
@@ -69,6 +70,10 @@ public:
     // Decodes a whole upstream response body.
     virtual Result<GenerationResult> decode_response(std::string_view body,
                                                      const GenerationRequest& req) const = 0;
+    // Same-dialect fast path: the backend's whole response goes to the client as it is. Checks
+    // that it is what the dialect says (failing exactly as decode_response would) and returns
+    // only what the metrics need, its usage. Default: decode_response.
+    virtual Result<Usage> check_response(std::string_view body, const GenerationRequest& req) const;
     // Decodes one upstream stream event (an SSE `data` payload or an NDJSON line) into zero or
     // more canonical events. Malformed data yields an error event.
     virtual void decode_stream_event(std::string_view data, StreamState& state,

@@ -59,6 +59,13 @@ class _ClientErrors(StreamChecks):
             r = post_json(self.port, path, b'{"text": "x", "prompt": }')
             self.assert_error_for(path, r, 400, r"offset \d+|position \d+")
 
+    def test_deeply_nested_body(self):
+        # Half a million '[' once crashed the proxy (a recursive parse of POST /generate's body
+        # to tell its dialect); every route answers with the depth limit instead.
+        for path in ROUTES:
+            r = post_json(self.port, path, b"[" * 500000)
+            self.assert_error_for(path, r, 400, r"nested deeper than")
+
     def test_body_not_an_object(self):
         for path in ROUTES:
             r = post_json(self.port, path, b'[1, 2, 3]')

@@ -41,3 +41,17 @@ TEST_CASE("a body that is not a JSON object is left to the SGLang codec's parse 
     CHECK(classify_generate_body("[1,2]").value() == Dialect::sglang);
     CHECK(classify_generate_body("").value() == Dialect::sglang);
 }
+
+TEST_CASE("a body nested too deep is left to the SGLang codec's depth error, without recursing") {
+    // Half a million levels would overflow the stack of a recursive SAX pass (the proxy
+    // crashed on this body before the depth bound).
+    const std::string deep(500000, '[');
+    CHECK(classify_generate_body(deep).value() == Dialect::sglang);
+    std::string nested = R"({"inputs":)";
+    for (int i = 0; i < 100; ++i) {
+        nested += R"({"a":)";
+    }
+    CHECK(classify_generate_body(nested + "1" + std::string(101, '}')).value() == Dialect::sglang);
+    // Within the bound the keys still decide.
+    CHECK(classify_generate_body(R"({"inputs":[[[["x"]]]]})").value() == Dialect::tgi);
+}

@@ -220,6 +220,72 @@ TEST_SUITE("openai response decode (upstream)") {
     }
 }
 
+TEST_SUITE("openai fast-path response check") {
+    // check_response must agree with decode_response: the same usage for every body it
+    // accepts, the same error for every body it refuses.
+    void check_agrees(const Codec& codec, std::string_view body) {
+        INFO(body);
+        const auto full = codec.decode_response(body, {});
+        const auto fast = codec.check_response(body, {});
+        REQUIRE(fast.ok() == full.ok());
+        if (full.ok()) {
+            CHECK(fast.value() == full.value().usage);
+        } else {
+            CHECK(fast.error().status == full.error().status);
+            CHECK(fast.error().message == full.error().message);
+        }
+    }
+
+    TEST_CASE("the captured responses: same usage as the full decode") {
+        check_agrees(completions(), fixture("completions_response.json"));
+        check_agrees(completions(), fixture("vllm_completions_response.json"));
+        check_agrees(chat(), fixture("chat_response.json"));
+        const auto u = completions().check_response(fixture("completions_response.json"), {});
+        REQUIRE(u.ok());
+        CHECK(u.value().prompt_tokens == 5);
+        CHECK(u.value().completion_tokens == 7);
+    }
+
+    TEST_CASE("usage where it is and only where it is") {
+        for (std::string_view body : {
+                 R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,)"
+                 R"("prompt_tokens_details":{"cached_tokens":2}}})",
+                 // nested look-alikes do not count
+                 R"({"choices":[{"text":"x","usage":{"prompt_tokens":99}}],"usage":{"completion_tokens":1}})",
+                 R"({"meta":{"usage":{"prompt_tokens":9}},"choices":[]})",
+                 R"({"choices":[],"usage":{"x":{"prompt_tokens":9},"prompt_tokens":1}})",
+                 R"({"choices":[],"usage":{"cached_tokens":5,"prompt_tokens_details":{"cached_tokens":6}}})",
+                 // repeated keys: the first counts
+                 R"({"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens":2}})",
+                 R"({"choices":[],"usage":null,"usage":{"prompt_tokens":2}})",
+                 R"({"choices":{},"choices":[]})",
+                 // counts that are not int64
+                 R"({"choices":[],"usage":{"prompt_tokens":1.5,"completion_tokens":18446744073709551615}})",
+                 R"({"choices":[],"usage":{"prompt_tokens":-1,"completion_tokens":"7"}})",
+                 R"({ "choices" : [ { "text" : "a b" } ] , "usage" : { "prompt_tokens" : 2 } } )",
+                 R"({"choices":[{"text":"\"usage\": {\"prompt_tokens\": 7}"}]})",
+             }) {
+            check_agrees(completions(), body);
+            check_agrees(chat(), body);
+        }
+    }
+
+    TEST_CASE("malformed or wrong-shaped bodies fail exactly as the full decode fails") {
+        for (std::string_view body :
+             {"", "not json", "[]", R"({"id":"x"})", R"({"choices":{}})", R"({"choices":[1]})",
+              R"({"choices":[{},[]]})", R"({"choices":[]} trailing)", "{oops",
+              R"({"error":{"message":"too long","type":"BadRequestError","code":400}})"}) {
+            check_agrees(completions(), body);
+            check_agrees(chat(), body);
+        }
+        std::string deep = R"({"choices":[],"x":)";
+        for (int i = 0; i < 80; ++i) {
+            deep += "[";
+        }
+        check_agrees(completions(), deep + std::string(80, ']') + "}");
+    }
+}
+
 TEST_SUITE("openai response encode (client)") {
     TEST_CASE("§2.4 completions round trip: byte-exact compact form, same client view") {
         const std::string sample = fixture("completions_response.json");
