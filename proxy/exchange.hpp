@@ -118,7 +118,10 @@ private:
     net::awaitable<bool> start_stream(std::string_view content_type);
     net::awaitable<bool> write_stream(std::string_view bytes);
     net::awaitable<bool> end_stream();
-    void set_common_headers(http::fields& h, std::string_view content_type) const;
+    // Appends a response's status line and the headers every answer carries (not the blank
+    // line that ends them).
+    void append_response_head(unsigned status, std::string_view content_type, bool keep_alive,
+                              std::string& out) const;
 
     // ---- measurement ----------------------------------------------------------------------
     // Content-bearing bytes carrying `tokens` tokens are about to leave for the client.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cerrno>
 
 #include "proxy/exchange_detail.hpp"
@@ -42,37 +43,24 @@ bool forwardable(http::field f) {
     }
 }
 
-// HTTP/1.1 header bytes of a message, as Beast's serializer would write them. Serialising into
-// one string and writing it with the body as a gather write costs a fraction of Beast's
-// buffers_cat_view-based serializer (the largest user-space cost of a small request).
-template <bool isRequest, class Fields>
-void append_header(const http::header<isRequest, Fields>& h, std::string& out) {
-    const std::string_view version = h.version() == 10 ? "HTTP/1.0" : "HTTP/1.1";
-    if constexpr (isRequest) {
-        out += h.method_string();
-        out += ' ';
-        out += h.target();
-        out += ' ';
-        out += version;
-    } else {
-        out += version;
-        out += ' ';
-        char code[4] = {};
-        const unsigned status = h.result_int();
-        code[0] = static_cast<char>('0' + status / 100 % 10);
-        code[1] = static_cast<char>('0' + status / 10 % 10);
-        code[2] = static_cast<char>('0' + status % 10);
-        out.append(code, 3);
-        out += ' ';
-        out += h.reason();
-    }
+// Header blocks are written straight into one string, sent with the body as one gather write:
+// building a Beast message (an allocation and a tree insertion per field) and serialising it
+// cost more than the rest of a small request.
+void add_field(std::string& out, std::string_view name, std::string_view value) {
+    out += name;
+    out += ": ";
+    out += value;
     out += "\r\n";
-    for (const auto& f : h) {
-        out += f.name_string();
-        out += ": ";
-        out += f.value();
-        out += "\r\n";
-    }
+}
+
+void add_status_line(std::string& out, unsigned version, unsigned status) {
+    out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+    const char code[3] = {static_cast<char>('0' + status / 100 % 10),
+                          static_cast<char>('0' + status / 10 % 10),
+                          static_cast<char>('0' + status % 10)};
+    out.append(code, 3);
+    out += ' ';
+    out += http::obsolete_reason(static_cast<http::status>(status));
     out += "\r\n";
 }
 
@@ -157,32 +145,53 @@ canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_vi
 net::awaitable<bool> Exchange::call_upstream(http::verb verb, std::string target, std::string body,
                                              bool stream) {
     const config::Backend& b = worker_.pool().backend();
-    http::request<http::string_body> req{verb, target.empty() ? "/" : target, 11};
-    for (const auto& f : request_) {
-        if (forwardable(f.name())) {
-            req.insert(f.name_string(), f.value());
-        }
-    }
-    req.set(http::field::host, b.url.host + ":" + std::to_string(b.url.port));
-    req.set("X-Request-Id", request_id_);
     const bool anthropic = worker_.backend().dialect == config::BackendDialect::anthropic;
+    // The request head: the client's end-to-end headers, then the proxy's own (which replace a
+    // client's X-Request-Id and, when the backend has a key, its credentials).
+    std::string head;
+    head.reserve(256 + target.size());
+    head += http::to_string(verb);
+    head += ' ';
+    head += target.empty() ? std::string_view("/") : std::string_view(target);
+    head += " HTTP/1.1\r\n";
+    bool has_anthropic_version = false;
+    for (const auto& f : request_) {
+        if (!forwardable(f.name())) {
+            continue;
+        }
+        const std::string_view name = f.name_string();
+        if (beast::iequals(name, "x-request-id") ||
+            (!b.api_key.empty() && (anthropic ? beast::iequals(name, "x-api-key")
+                                              : f.name() == http::field::authorization))) {
+            continue;
+        }
+        has_anthropic_version = has_anthropic_version || beast::iequals(name, "anthropic-version");
+        add_field(head, name, f.value());
+    }
+    add_field(head, "Host", b.url.host + ":" + std::to_string(b.url.port));
+    add_field(head, "X-Request-Id", request_id_);
     if (!b.api_key.empty()) {
         if (anthropic) {
-            req.set("x-api-key", b.api_key);
+            add_field(head, "x-api-key", b.api_key);
         } else {
-            req.set(http::field::authorization, "Bearer " + b.api_key);
+            head += "Authorization: Bearer ";
+            head += b.api_key;
+            head += "\r\n";
         }
     }
-    if (anthropic && req["anthropic-version"].empty()) {
-        req.set("anthropic-version", kAnthropicVersion);
+    if (anthropic && !has_anthropic_version) {
+        add_field(head, "anthropic-version", kAnthropicVersion);
     }
-    req.set(http::field::accept, stream ? "text/event-stream" : "application/json");
+    add_field(head, "Accept", stream ? "text/event-stream" : "application/json");
     if (verb == http::verb::post) {
-        req.set(http::field::content_type, "application/json");
-        req.body() = std::move(body);
+        add_field(head, "Content-Type", "application/json");
+        char length[24];
+        const auto end = std::to_chars(length, length + sizeof length, body.size()).ptr;
+        add_field(head, "Content-Length", std::string_view(length, static_cast<size_t>(end - length)));
+    } else {
+        body.clear();
     }
-    req.keep_alive(true);
-    req.prepare_payload();
+    head += "\r\n";
 
     // Default-initialised on purpose: make_unique would value-initialise, zeroing the 16 KiB
     // read buffer on every request.
@@ -216,9 +225,7 @@ net::awaitable<bool> Exchange::call_upstream(http::verb verb, std::string target
         }
         UpstreamConnection& conn = *upstream_->conn;
         WaitTimer wait{*this};
-        std::string head;
-        append_header(req.base(), head);
-        const std::array<net::const_buffer, 2> wire{net::buffer(head), net::buffer(req.body())};
+        const std::array<net::const_buffer, 2> wire{net::buffer(head), net::buffer(body)};
         conn.arm(op_timeout(b.timeouts.idle_ms));
         auto [rwec, wn] = co_await conn.visit(
             [&](auto& s) { return net::async_write(s, wire, use_nothrow); });
@@ -321,40 +328,54 @@ void Exchange::finish_upstream(bool reusable) {
 // Client side
 // ---------------------------------------------------------------------------------------------
 
-void Exchange::set_common_headers(http::fields& h, std::string_view content_type) const {
-    h.set(http::field::server, "infergate");
-    h.set(http::field::content_type, content_type);
-    h.set("X-Request-Id", request_id_);
+void Exchange::append_response_head(unsigned status, std::string_view content_type,
+                                    bool keep_alive, std::string& out) const {
+    const unsigned version = request_.version();
+    add_status_line(out, version, status);
+    add_field(out, "Server", "infergate");
+    add_field(out, "Content-Type", content_type);
+    add_field(out, "X-Request-Id", request_id_);
+    if (!allow_.empty()) {
+        add_field(out, "Allow", allow_);
+    }
+    for (const auto& [name, value] : extra_headers_) {
+        add_field(out, name, value);
+    }
+    // HTTP/1.1 keeps the connection unless told; HTTP/1.0 closes it unless told.
+    if (version >= 11 && !keep_alive) {
+        add_field(out, "Connection", "close");
+    } else if (version < 11 && keep_alive) {
+        add_field(out, "Connection", "keep-alive");
+    }
 }
 
 net::awaitable<bool> Exchange::send(http::status status, std::string body,
                                     std::string_view content_type) {
     status_ = static_cast<int>(status);
-    http::response<http::string_body> res{status, request_.version()};
-    set_common_headers(res, content_type);
-    if (!allow_.empty()) {
-        res.set(http::field::allow, allow_);
+    const bool keep_alive = keep_alive_ && !worker_.stopping();
+    if (request_.method() == http::verb::head) {
+        body.clear();
     }
-    for (const auto& [name, value] : extra_headers_) {
-        res.set(name, value);
-    }
-    res.keep_alive(keep_alive_ && !worker_.stopping());
-    if (request_.method() != http::verb::head) {
-        res.body() = std::move(body);
-    }
-    res.prepare_payload();
-    bytes_out_ += res.body().size();
-    WaitTimer wait{*this};
     std::string head;
-    append_header(res.base(), head);
-    const std::array<net::const_buffer, 2> wire{net::buffer(head), net::buffer(res.body())};
+    head.reserve(256);
+    append_response_head(status_, content_type, keep_alive, head);
+    if (status_ >= 200 && status_ != 204 && status_ != 304) {
+        char length[24];
+        const auto end = std::to_chars(length, length + sizeof length, body.size()).ptr;
+        add_field(head, "Content-Length",
+                  std::string_view(length, static_cast<size_t>(end - length)));
+    }
+    head += "\r\n";
+    bytes_out_ += body.size();
+    WaitTimer wait{*this};
+    const std::array<net::const_buffer, 2> wire{net::buffer(head), net::buffer(body)};
     client_deadline_.arm(std::chrono::milliseconds(worker_.config().client_idle_ms));
     auto [wec, n] = co_await net::async_write(client_, wire, use_nothrow);
     if (client_deadline_.settle(wec)) {
         outcome_ = Outcome::client_disconnect;
         co_return false;
     }
-    co_return res.keep_alive();
+    co_return keep_alive;
 }
 
 net::awaitable<bool> Exchange::send_error(const translators::Codec& codec,
@@ -371,19 +392,18 @@ net::awaitable<bool> Exchange::send_openai_error(const canonical::Error& e) {
 
 net::awaitable<bool> Exchange::start_stream(std::string_view content_type) {
     status_ = 200;
-    http::response<http::empty_body> res{http::status::ok, request_.version()};
-    set_common_headers(res, content_type);
-    res.set(http::field::cache_control, "no-cache");
-    res.set("X-Accel-Buffering", "no");
-    if (chunked_) {
-        res.chunked(true);
-        res.keep_alive(keep_alive_);
-    } else {
+    if (!chunked_) {
         keep_alive_ = false;  // HTTP/1.0: the end of the stream is the end of the connection
-        res.keep_alive(false);
     }
     std::string head;
-    append_header(res.base(), head);
+    head.reserve(256);
+    append_response_head(200, content_type, keep_alive_, head);
+    add_field(head, "Cache-Control", "no-cache");
+    add_field(head, "X-Accel-Buffering", "no");
+    if (chunked_) {
+        add_field(head, "Transfer-Encoding", "chunked");
+    }
+    head += "\r\n";
     WaitTimer wait{*this};
     client_deadline_.arm(std::chrono::milliseconds(worker_.config().client_idle_ms));
     auto [wec, n] = co_await net::async_write(client_, net::buffer(head), use_nothrow);
