@@ -593,7 +593,7 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
             if (model != client_model(req)) {
                 replace_model(response, model, client_model(req));
             }
-            const std::string_view ctype = upstream_->header(http::field::content_type);
+            const std::string_view ctype = upstream_->parser->content_type();
             co_return co_await send(http::status::ok, std::move(response),
                                     ctype.empty() ? "application/json" : ctype);
         }
@@ -607,7 +607,7 @@ net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
         canonical::StopTrimmer(stops_left_in_text(worker_.backend(), back, req)).apply(r);
         if (back.dialect() == canonical::Dialect::tgi && !r.usage.prompt_tokens) {
             // TGI's /generate tells the prompt's length only in a header.
-            const std::string_view h = upstream_->header("x-prompt-tokens");
+            const std::string_view h = upstream_->parser->prompt_tokens();
             int64_t v = 0;
             if (!h.empty() && std::from_chars(h.data(), h.data() + h.size(), v).ec == std::errc()) {
                 r.usage.prompt_tokens = v;

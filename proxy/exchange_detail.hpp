@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "proxy/exchange.hpp"
+#include "proxy/upstream_parser.hpp"
 #include "proxy/upstream_pool.hpp"
 
 namespace infergate {
@@ -15,13 +16,11 @@ inline constexpr size_t kUpstreamReadBuffer = 16 * 1024;
 
 struct Exchange::Upstream {
     std::unique_ptr<UpstreamConnection> conn;
-    std::optional<http::response_parser<http::buffer_body>> parser;
+    std::optional<UpstreamResponseParser> parser;
     std::array<char, kUpstreamReadBuffer> buf;
     std::optional<std::chrono::steady_clock::time_point> deadline;
 
-    int status() const { return parser->get().result_int(); }
-    std::string_view header(http::field f) const { return parser->get()[f]; }
-    std::string_view header(std::string_view name) const { return parser->get()[name]; }
+    int status() const { return parser->status(); }
 };
 
 struct Exchange::Watch {

@@ -270,8 +270,7 @@ net::awaitable<beast::error_code> Exchange::read_upstream_some(std::string_view&
     const config::Backend& b = worker_.pool().backend();
     WaitTimer wait{*this};
     while (!parser.is_done()) {
-        parser.get().body().data = upstream_->buf.data();
-        parser.get().body().size = upstream_->buf.size();
+        parser.set_output(upstream_->buf.data(), upstream_->buf.size());
         conn.arm(op_timeout(b.timeouts.idle_ms));
         auto [rec, n] = co_await conn.visit([&](auto& s) {
             return http::async_read_some(s, conn.buffer(), parser, use_nothrow);
@@ -283,7 +282,7 @@ net::awaitable<beast::error_code> Exchange::read_upstream_some(std::string_view&
         if (ec) {
             co_return ec;
         }
-        const size_t got = upstream_->buf.size() - parser.get().body().size;
+        const size_t got = parser.filled();
         if (got > 0) {
             out = std::string_view(upstream_->buf.data(), got);
             co_return beast::error_code{};
