@@ -13,7 +13,7 @@ struct Reply {
     std::string body;
 };
 
-net::awaitable<Reply> get(UpstreamPool& pool, const std::string& path) {
+Task<Reply> get(UpstreamPool& pool, const std::string& path) {
     Reply reply;
     bool reused = false;
     auto conn = co_await pool.acquire(reply.ec, reused);
@@ -88,7 +88,7 @@ translators::Flavor flavor_of(config::BackendDialect d) {
 
 }  // namespace
 
-net::awaitable<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::context* tls) {
+Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::context* tls) {
     auto executor = co_await net::this_coro::executor;
     Deadlines deadlines;  // outlives the pool and its connections
     deadlines.start(executor, Deadlines::tick_for(std::chrono::seconds(5)));

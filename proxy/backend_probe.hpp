@@ -16,6 +16,6 @@ struct ProbeResult {
     BackendInfo info;
 };
 
-net::awaitable<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::context* tls);
+Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::context* tls);
 
 }  // namespace infergate

@@ -4,7 +4,7 @@
 
 namespace infergate {
 
-Deadline::Deadline(Deadlines& owner, tcp::socket* socket) : owner_(owner), socket_(socket) {
+Deadline::Deadline(Deadlines& owner, Socket* socket) : owner_(owner), socket_(socket) {
     owner_.link(this);
 }
 
@@ -37,7 +37,7 @@ std::chrono::milliseconds Deadlines::tick_for(std::chrono::milliseconds shortest
     return std::clamp(shortest / 8, std::chrono::milliseconds(5), std::chrono::milliseconds(250));
 }
 
-void Deadlines::start(net::any_io_executor executor, std::chrono::milliseconds tick) {
+void Deadlines::start(Executor executor, std::chrono::milliseconds tick) {
     tick_ = tick;
     timer_.emplace(std::move(executor));
     ticking_ = false;

@@ -24,13 +24,13 @@ class Deadline {
 public:
     using clock = std::chrono::steady_clock;
 
-    explicit Deadline(Deadlines& owner, tcp::socket* socket = nullptr);
+    explicit Deadline(Deadlines& owner, Socket* socket = nullptr);
     ~Deadline();
     Deadline(const Deadline&) = delete;
     Deadline& operator=(const Deadline&) = delete;
 
     // The socket cancelled when the deadline passes.
-    void attach(tcp::socket& socket) { socket_ = &socket; }
+    void attach(Socket& socket) { socket_ = &socket; }
 
     // The next operation must complete within `d` (from now) or by `due`.
     void arm(std::chrono::milliseconds d) { arm_at(clock::now() + d); }
@@ -53,7 +53,7 @@ public:
 private:
     friend class Deadlines;
     Deadlines& owner_;
-    tcp::socket* socket_;
+    Socket* socket_;
     clock::time_point due_ = clock::time_point::max();
     bool expired_ = false;
     Deadline* prev_ = nullptr;
@@ -70,7 +70,7 @@ public:
     ~Deadlines() { stop(); }
 
     // Creates the timer on `executor`; `tick` is how often armed deadlines are checked.
-    void start(net::any_io_executor executor, std::chrono::milliseconds tick);
+    void start(Executor executor, std::chrono::milliseconds tick);
     // Destroys the timer (before its io_context goes away); deadlines stay registered but are
     // no longer checked.
     void stop() { timer_.reset(); }
@@ -92,7 +92,7 @@ private:
     void schedule();
     void on_tick();
 
-    std::optional<net::steady_timer> timer_;
+    std::optional<Timer> timer_;
     std::chrono::milliseconds tick_{250};
     Deadline* head_ = nullptr;
     bool ticking_ = false;

@@ -62,7 +62,7 @@ std::string_view to_string(Outcome o) {
     return "ok";
 }
 
-Exchange::Exchange(Worker& worker, beast::tcp_stream& client, Deadline& client_deadline,
+Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
                    http::request<http::string_body> request, const std::string& peer)
     : worker_(worker),
       client_(client),
@@ -89,13 +89,13 @@ Exchange::~Exchange() {
     }
 }
 
-net::awaitable<bool> Exchange::run() {
+Task<bool> Exchange::run() {
     const bool keep_alive = co_await dispatch();
     finish_record();
     co_return keep_alive;
 }
 
-net::awaitable<bool> Exchange::dispatch() {
+Task<bool> Exchange::dispatch() {
     const Route route = match_route(request_.method_string(), request_.target());
     switch (route.kind) {
         case Route::Kind::metrics: co_return co_await serve_metrics();
@@ -207,7 +207,7 @@ int64_t unix_nanoseconds() {
 
 }  // namespace
 
-net::awaitable<bool> Exchange::generate_by_body(std::string_view path) {
+Task<bool> Exchange::generate_by_body(std::string_view path) {
     auto dialect = translators::classify_generate_body(request_.body());
     if (!dialect) {
         generation_ = true;
@@ -221,7 +221,7 @@ net::awaitable<bool> Exchange::generate_by_body(std::string_view path) {
     co_return co_await generate(dialect.value(), path);
 }
 
-net::awaitable<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path) {
+Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path) {
     const translators::Codec& front = translators::codec_for(dialect);
     generation_ = true;
     front_name_ = canonical::to_string(dialect);
@@ -517,7 +517,7 @@ void apply_to_result(const canonical::StreamEvent& ev, canonical::GenerationResu
 
 }  // namespace
 
-net::awaitable<std::optional<bool>> Exchange::open_upstream(
+Task<std::optional<bool>> Exchange::open_upstream(
     const translators::Codec& front, const translators::Codec& back,
     const canonical::GenerationRequest& req, bool same_dialect, bool upstream_streams,
     bool ask_usage, bool ask_running) {
@@ -562,7 +562,7 @@ net::awaitable<std::optional<bool>> Exchange::open_upstream(
     co_return co_await send_error(front, e);
 }
 
-net::awaitable<bool> Exchange::relay_whole(const translators::Codec& front,
+Task<bool> Exchange::relay_whole(const translators::Codec& front,
                                            const translators::Codec& back,
                                            const canonical::GenerationRequest& req,
                                            bool same_dialect, bool upstream_streams) {
@@ -755,7 +755,7 @@ private:
 
 }  // namespace
 
-net::awaitable<bool> Exchange::relay_stream(const translators::Codec& front,
+Task<bool> Exchange::relay_stream(const translators::Codec& front,
                                             const translators::Codec& back,
                                             const canonical::GenerationRequest& req,
                                             bool same_dialect) {

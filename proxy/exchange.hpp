@@ -40,49 +40,49 @@ struct TokenTally {
 class Exchange {
 public:
     // `client_deadline` times the writes to `client` (the session's, shared with its reads).
-    Exchange(Worker& worker, beast::tcp_stream& client, Deadline& client_deadline,
+    Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
              http::request<http::string_body> request, const std::string& peer);
     ~Exchange();
     Exchange(const Exchange&) = delete;
     Exchange& operator=(const Exchange&) = delete;
 
     // Returns true when the client connection may serve another request.
-    net::awaitable<bool> run();
+    Task<bool> run();
 
 private:
     struct Upstream;  // one call to the backend, in flight
     struct Watch;     // notices a client that goes away while the backend works
 
     // ---- routes ---------------------------------------------------------------------------
-    net::awaitable<bool> dispatch();
+    Task<bool> dispatch();
     // `path` is the matched route (TGI answers /generate, /generate_stream and / differently).
-    net::awaitable<bool> generate(canonical::Dialect dialect, std::string_view path);
-    net::awaitable<bool> generate_by_body(std::string_view path);
-    net::awaitable<bool> root();
-    net::awaitable<bool> serve_metrics();
-    net::awaitable<bool> models(std::string_view id);
-    net::awaitable<bool> health(bool generate);
-    net::awaitable<bool> model_info(bool server_info);
-    net::awaitable<bool> tgi_info();
-    net::awaitable<bool> ollama_tags(bool running);
-    net::awaitable<bool> ollama_version();
-    net::awaitable<bool> ollama_show();
-    net::awaitable<bool> llamacpp_props();
+    Task<bool> generate(canonical::Dialect dialect, std::string_view path);
+    Task<bool> generate_by_body(std::string_view path);
+    Task<bool> root();
+    Task<bool> serve_metrics();
+    Task<bool> models(std::string_view id);
+    Task<bool> health(bool generate);
+    Task<bool> model_info(bool server_info);
+    Task<bool> tgi_info();
+    Task<bool> ollama_tags(bool running);
+    Task<bool> ollama_version();
+    Task<bool> ollama_show();
+    Task<bool> llamacpp_props();
 
     // ---- generation paths -----------------------------------------------------------------
     // Encodes (or, same dialect, forwards) the request and reads the backend's response header.
     // nullopt: a 2xx is in and its body is next. A value: the exchange already answered (an
     // error in the client's dialect) and that is its keep-alive result.
-    net::awaitable<std::optional<bool>> open_upstream(const translators::Codec& front,
+    Task<std::optional<bool>> open_upstream(const translators::Codec& front,
                                                       const translators::Codec& back,
                                                       const canonical::GenerationRequest& req,
                                                       bool same_dialect, bool upstream_streams,
                                                       bool ask_usage, bool ask_running);
-    net::awaitable<bool> relay_whole(const translators::Codec& front,
+    Task<bool> relay_whole(const translators::Codec& front,
                                      const translators::Codec& back,
                                      const canonical::GenerationRequest& req, bool same_dialect,
                                      bool upstream_streams);
-    net::awaitable<bool> relay_stream(const translators::Codec& front,
+    Task<bool> relay_stream(const translators::Codec& front,
                                       const translators::Codec& back,
                                       const canonical::GenerationRequest& req, bool same_dialect);
     // The client's encoder state for a translated stream.
@@ -99,25 +99,25 @@ private:
     // ---- backend --------------------------------------------------------------------------
     // Sends the request and reads the response header. On failure returns false with the error
     // already mapped (502/504) into `error_`.
-    net::awaitable<bool> call_upstream(http::verb verb, std::string target, std::string body,
+    Task<bool> call_upstream(http::verb verb, std::string target, std::string body,
                                        bool stream);
     // Reads the rest of the upstream body into `out` (bounded).
-    net::awaitable<beast::error_code> read_upstream_body(std::string& out);
+    Task<beast::error_code> read_upstream_body(std::string& out);
     // Reads the next piece of the upstream body; empty view at the end of the message.
-    net::awaitable<beast::error_code> read_upstream_some(std::string_view& out);
+    Task<beast::error_code> read_upstream_some(std::string_view& out);
     void finish_upstream(bool reusable);
     std::chrono::milliseconds op_timeout(int64_t configured_ms) const;
     void start_watch();
     canonical::Error upstream_failure(beast::error_code ec, std::string_view stage);
 
     // ---- responses ------------------------------------------------------------------------
-    net::awaitable<bool> send(http::status status, std::string body,
+    Task<bool> send(http::status status, std::string body,
                               std::string_view content_type = "application/json");
-    net::awaitable<bool> send_error(const translators::Codec& codec, const canonical::Error& e);
-    net::awaitable<bool> send_openai_error(const canonical::Error& e);
-    net::awaitable<bool> start_stream(std::string_view content_type);
-    net::awaitable<bool> write_stream(std::string_view bytes);
-    net::awaitable<bool> end_stream();
+    Task<bool> send_error(const translators::Codec& codec, const canonical::Error& e);
+    Task<bool> send_openai_error(const canonical::Error& e);
+    Task<bool> start_stream(std::string_view content_type);
+    Task<bool> write_stream(std::string_view bytes);
+    Task<bool> end_stream();
     // Appends a response's status line and the headers every answer carries (not the blank
     // line that ends them).
     void append_response_head(unsigned status, std::string_view content_type, bool keep_alive,
@@ -140,11 +140,11 @@ private:
     // The names clients may use: the served model, then every alias (name, backend model).
     std::vector<std::pair<std::string, std::string>> model_entries() const;
     // GET /v1/models in Anthropic's shape (asked for by an `anthropic-version` header).
-    net::awaitable<bool> anthropic_models(std::string_view id);
+    Task<bool> anthropic_models(std::string_view id);
     std::string upstream_model(const canonical::GenerationRequest& req) const;
 
     Worker& worker_;
-    beast::tcp_stream& client_;
+    Stream& client_;
     Deadline& client_deadline_;
     http::request<http::string_body> request_;
     const std::string& peer_;

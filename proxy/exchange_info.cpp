@@ -43,7 +43,7 @@ std::vector<std::pair<std::string, std::string>> Exchange::model_entries() const
     return entries;
 }
 
-net::awaitable<bool> Exchange::models(std::string_view id) {
+Task<bool> Exchange::models(std::string_view id) {
     if (!request_["anthropic-version"].empty()) {
         co_return co_await anthropic_models(id);  // the Anthropic SDK's models.list()
     }
@@ -100,7 +100,7 @@ std::string_view health_path(config::BackendDialect d) {
 
 }  // namespace
 
-net::awaitable<bool> Exchange::health(bool generate) {
+Task<bool> Exchange::health(bool generate) {
     const BackendInfo& info = worker_.backend();
     const std::string& base = worker_.pool().backend().url.base_path;
     bool ok = false;
@@ -152,7 +152,7 @@ net::awaitable<bool> Exchange::health(bool generate) {
     co_return co_await send_openai_error(e);
 }
 
-net::awaitable<bool> Exchange::model_info(bool server_info) {
+Task<bool> Exchange::model_info(bool server_info) {
     const BackendInfo& info = worker_.backend();
     if (info.ready && info.dialect == config::BackendDialect::sglang) {
         // An SGLang backend answers for itself.

@@ -86,7 +86,7 @@ std::chrono::milliseconds Exchange::op_timeout(int64_t configured_ms) const {
 void Exchange::start_watch() {
     watch_ = std::make_shared<Watch>();
     auto& socket = client_.socket();
-    socket.async_wait(tcp::socket::wait_read, [w = watch_, &socket](beast::error_code ec) {
+    socket.async_wait(Socket::wait_read, [w = watch_, &socket](beast::error_code ec) {
         if (ec || !w->active) {
             return;
         }
@@ -142,7 +142,7 @@ canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_vi
     return e;
 }
 
-net::awaitable<bool> Exchange::call_upstream(http::verb verb, std::string target, std::string body,
+Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::string body,
                                              bool stream) {
     const config::Backend& b = worker_.pool().backend();
     const bool anthropic = worker_.backend().dialect == config::BackendDialect::anthropic;
@@ -263,7 +263,7 @@ net::awaitable<bool> Exchange::call_upstream(http::verb verb, std::string target
     co_return false;
 }
 
-net::awaitable<beast::error_code> Exchange::read_upstream_some(std::string_view& out) {
+Task<beast::error_code> Exchange::read_upstream_some(std::string_view& out) {
     out = {};
     auto& parser = *upstream_->parser;
     UpstreamConnection& conn = *upstream_->conn;
@@ -291,7 +291,7 @@ net::awaitable<beast::error_code> Exchange::read_upstream_some(std::string_view&
     co_return beast::error_code{};
 }
 
-net::awaitable<beast::error_code> Exchange::read_upstream_body(std::string& out) {
+Task<beast::error_code> Exchange::read_upstream_body(std::string& out) {
     for (;;) {
         std::string_view piece;
         if (auto ec = co_await read_upstream_some(piece)) {
@@ -348,7 +348,7 @@ void Exchange::append_response_head(unsigned status, std::string_view content_ty
     }
 }
 
-net::awaitable<bool> Exchange::send(http::status status, std::string body,
+Task<bool> Exchange::send(http::status status, std::string body,
                                     std::string_view content_type) {
     status_ = static_cast<int>(status);
     const bool keep_alive = keep_alive_ && !worker_.stopping();
@@ -377,7 +377,7 @@ net::awaitable<bool> Exchange::send(http::status status, std::string body,
     co_return keep_alive;
 }
 
-net::awaitable<bool> Exchange::send_error(const translators::Codec& codec,
+Task<bool> Exchange::send_error(const translators::Codec& codec,
                                           const canonical::Error& e) {
     std::string body;
     codec.encode_error(e, body);
@@ -385,11 +385,11 @@ net::awaitable<bool> Exchange::send_error(const translators::Codec& codec,
     co_return co_await send(static_cast<http::status>(status), std::move(body));
 }
 
-net::awaitable<bool> Exchange::send_openai_error(const canonical::Error& e) {
+Task<bool> Exchange::send_openai_error(const canonical::Error& e) {
     co_return co_await send_error(translators::codec_for(canonical::Dialect::openai_chat), e);
 }
 
-net::awaitable<bool> Exchange::start_stream(std::string_view content_type) {
+Task<bool> Exchange::start_stream(std::string_view content_type) {
     status_ = 200;
     if (!chunked_) {
         keep_alive_ = false;  // HTTP/1.0: the end of the stream is the end of the connection
@@ -413,7 +413,7 @@ net::awaitable<bool> Exchange::start_stream(std::string_view content_type) {
     co_return true;
 }
 
-net::awaitable<bool> Exchange::write_stream(std::string_view bytes) {
+Task<bool> Exchange::write_stream(std::string_view bytes) {
     bytes_out_ += bytes.size();
     WaitTimer wait{*this};
     client_deadline_.arm(std::chrono::milliseconds(worker_.config().client_idle_ms));
@@ -448,7 +448,7 @@ net::awaitable<bool> Exchange::write_stream(std::string_view bytes) {
     co_return true;
 }
 
-net::awaitable<bool> Exchange::end_stream() {
+Task<bool> Exchange::end_stream() {
     if (!chunked_) {
         co_return true;
     }

@@ -84,7 +84,7 @@ void Exchange::note_upstream_error(UpstreamErrorKind kind) {
     worker_.metrics().upstream_error(kind);
 }
 
-net::awaitable<bool> Exchange::serve_metrics() {
+Task<bool> Exchange::serve_metrics() {
     co_return co_await send(http::status::ok, worker_.metrics_registry().render(),
                             "text/plain; version=0.0.4; charset=utf-8");
 }

@@ -43,7 +43,7 @@ void ollama_details(json::Writer& w) {
 
 }  // namespace
 
-net::awaitable<bool> Exchange::root() {
+Task<bool> Exchange::root() {
     if (request_.method() == http::verb::post) {
         co_return co_await generate(canonical::Dialect::tgi, "/");  // TGI's compat route
     }
@@ -51,7 +51,7 @@ net::awaitable<bool> Exchange::root() {
     co_return co_await send(http::status::ok, "Ollama is running", "text/plain; charset=utf-8");
 }
 
-net::awaitable<bool> Exchange::ollama_tags(bool running) {
+Task<bool> Exchange::ollama_tags(bool running) {
     const std::string modified = rfc3339(worker_.started());
     const auto& info = worker_.backend();
     std::string out;
@@ -96,12 +96,12 @@ net::awaitable<bool> Exchange::ollama_tags(bool running) {
     co_return co_await send(http::status::ok, std::move(out));
 }
 
-net::awaitable<bool> Exchange::ollama_version() {
+Task<bool> Exchange::ollama_version() {
     std::string out = "{\"version\":\"" + std::string(kOllamaApiVersion) + "\"}";
     co_return co_await send(http::status::ok, std::move(out));
 }
 
-net::awaitable<bool> Exchange::ollama_show() {
+Task<bool> Exchange::ollama_show() {
     const translators::Codec& ollama = translators::codec_for(canonical::Dialect::ollama_chat);
     json::Document doc;
     if (auto err = json::parse(request_.body(), doc)) {
@@ -162,7 +162,7 @@ net::awaitable<bool> Exchange::ollama_show() {
     co_return co_await send(http::status::ok, std::move(out));
 }
 
-net::awaitable<bool> Exchange::tgi_info() {
+Task<bool> Exchange::tgi_info() {
     const auto& info = worker_.backend();
     std::string out;
     json::StringOut os{&out};
@@ -208,7 +208,7 @@ net::awaitable<bool> Exchange::tgi_info() {
     co_return co_await send(http::status::ok, std::move(out));
 }
 
-net::awaitable<bool> Exchange::llamacpp_props() {
+Task<bool> Exchange::llamacpp_props() {
     const auto& info = worker_.backend();
     std::string out;
     json::StringOut os{&out};
@@ -241,7 +241,7 @@ net::awaitable<bool> Exchange::llamacpp_props() {
     co_return co_await send(http::status::ok, std::move(out));
 }
 
-net::awaitable<bool> Exchange::anthropic_models(std::string_view id) {
+Task<bool> Exchange::anthropic_models(std::string_view id) {
     const std::string created = rfc3339(worker_.started());
     const auto entries = model_entries();
     auto write = [&created](json::Writer& w, const std::string& name) {

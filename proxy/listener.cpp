@@ -37,8 +37,8 @@ void Listener::close() {
     acceptor_.close(ec);
 }
 
-net::awaitable<void> Listener::accept_loop() {
-    net::steady_timer backoff(worker_.io());
+Task<void> Listener::accept_loop() {
+    Timer backoff(worker_.io());
     for (;;) {
         auto [ec, socket] = co_await acceptor_.async_accept(use_nothrow);
         if (ec == net::error::operation_aborted || !acceptor_.is_open()) {

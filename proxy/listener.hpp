@@ -18,10 +18,10 @@ public:
     void close();
 
 private:
-    net::awaitable<void> accept_loop();
+    Task<void> accept_loop();
 
     Worker& worker_;
-    tcp::acceptor acceptor_;
+    Acceptor acceptor_;
 };
 
 }  // namespace infergate

@@ -55,7 +55,7 @@ void Server::publish(const BackendInfo& info) {
     }
 }
 
-net::awaitable<void> Server::probe_loop() {
+Task<void> Server::probe_loop() {
     const config::Backend& backend = config_->backend();
     // Configured dialect and model: serve at once; the probe only refines the flavour.
     const bool configured_ready =
@@ -72,7 +72,7 @@ net::awaitable<void> Server::probe_loop() {
         metrics_->set_discovered_model(backend.model);
         publish(info);
     }
-    net::steady_timer timer(control_);
+    Timer timer(control_);
     int attempt = 0;
     for (;;) {
         ProbeResult r = co_await probe_backend(backend, tls_ ? &*tls_ : nullptr);
@@ -155,7 +155,7 @@ int Server::run() {
         l->start();
     }
     net::signal_set signals(control_, SIGINT, SIGTERM);
-    net::steady_timer grace(control_);
+    Timer grace(control_);
     std::function<void(beast::error_code, int)> on_signal = [&](beast::error_code e, int) {
         if (e) {
             return;

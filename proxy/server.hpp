@@ -25,7 +25,7 @@ public:
     int run();
 
 private:
-    net::awaitable<void> probe_loop();
+    Task<void> probe_loop();
     void publish(const struct BackendInfo& info);
     void shutdown();
 

@@ -8,7 +8,7 @@
 
 namespace infergate {
 
-Session::Session(Worker& worker, tcp::socket socket)
+Session::Session(Worker& worker, Socket socket)
     : worker_(worker),
       stream_(std::move(socket)),
       deadline_(worker.deadlines(), &stream_.socket()) {
@@ -26,12 +26,12 @@ Session::~Session() { worker_.remove_session(registration_); }
 void Session::close_if_idle() {
     if (idle_) {
         beast::error_code ec;
-        stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+        stream_.socket().shutdown(Socket::shutdown_both, ec);
         stream_.socket().close(ec);
     }
 }
 
-net::awaitable<void> Session::reject(http::status status, std::string message, unsigned version) {
+Task<void> Session::reject(http::status status, std::string message, unsigned version) {
     // The request could not even be parsed, so no dialect is known: answer in the OpenAI shape,
     // which every JSON client can read.
     http::response<http::string_body> res{status, version};
@@ -53,13 +53,13 @@ net::awaitable<void> Session::reject(http::status status, std::string message, u
     deadline_.disarm();
 }
 
-net::awaitable<void> Session::linger() {
+Task<void> Session::linger() {
     // The client may still be sending the body we refused. Closing now would reset the
     // connection and the client would see a broken pipe instead of our answer: stop sending,
     // then read and drop what still comes, for a bounded time and amount (nginx's lingering
     // close).
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().shutdown(Socket::shutdown_send, ec);
     std::array<char, 16384> sink;
     size_t drained = 0;
     deadline_.arm(std::chrono::seconds(2));  // for the whole drain
@@ -73,7 +73,7 @@ net::awaitable<void> Session::linger() {
     deadline_.disarm();
 }
 
-net::awaitable<void> Session::run(std::shared_ptr<Session> self) {
+Task<void> Session::run(std::shared_ptr<Session> self) {
     const config::Config& cfg = worker_.config();
     for (;;) {
         idle_ = true;
@@ -146,7 +146,7 @@ net::awaitable<void> Session::run(std::shared_ptr<Session> self) {
         }
     }
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().shutdown(Socket::shutdown_send, ec);
     stream_.socket().close(ec);
 }
 

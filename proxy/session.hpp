@@ -14,22 +14,22 @@ class Worker;
 
 class Session {
 public:
-    Session(Worker& worker, tcp::socket socket);
+    Session(Worker& worker, Socket socket);
     ~Session();
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
 
     // `self` keeps the session alive for as long as the coroutine runs.
-    net::awaitable<void> run(std::shared_ptr<Session> self);
+    Task<void> run(std::shared_ptr<Session> self);
     // Shutdown: close the connection now if it is waiting for a request.
     void close_if_idle();
 
 private:
-    net::awaitable<void> linger();
-    net::awaitable<void> reject(http::status status, std::string message, unsigned version);
+    Task<void> linger();
+    Task<void> reject(http::status status, std::string message, unsigned version);
 
     Worker& worker_;
-    beast::tcp_stream stream_;
+    Stream stream_;
     Deadline deadline_;  // of the client socket's reads (here) and writes (the exchange's)
     beast::flat_buffer buffer_;
     std::list<Session*>::iterator registration_;

@@ -4,7 +4,7 @@
 
 namespace infergate {
 
-UpstreamConnection::UpstreamConnection(net::any_io_executor executor, Deadlines& deadlines,
+UpstreamConnection::UpstreamConnection(Executor executor, Deadlines& deadlines,
                                        net::ssl::context* tls)
     : deadline_(deadlines) {
     // Beast reads into the buffer's free capacity: with room for a typical response header and
@@ -18,8 +18,8 @@ UpstreamConnection::UpstreamConnection(net::any_io_executor executor, Deadlines&
     deadline_.attach(tcp().socket());
 }
 
-net::awaitable<beast::error_code> UpstreamConnection::connect(
-    const tcp::resolver::results_type& endpoints, const std::string& sni_host,
+Task<beast::error_code> UpstreamConnection::connect(
+    const Resolver::results_type& endpoints, const std::string& sni_host,
     std::chrono::milliseconds timeout) {
     deadline_.arm(timeout);
     auto [cec, endpoint] = co_await tcp().async_connect(endpoints, use_nothrow);
@@ -47,17 +47,17 @@ void UpstreamConnection::close() {
     beast::error_code ec;
     auto& socket = tcp().socket();
     if (socket.is_open()) {
-        socket.shutdown(tcp::socket::shutdown_both, ec);
+        socket.shutdown(Socket::shutdown_both, ec);
         socket.close(ec);
     }
 }
 
-UpstreamPool::UpstreamPool(net::any_io_executor executor, Deadlines& deadlines,
+UpstreamPool::UpstreamPool(Executor executor, Deadlines& deadlines,
                            const config::Backend& backend, net::ssl::context* tls)
     : executor_(executor), deadlines_(deadlines), backend_(backend), tls_(tls),
       resolver_(executor) {}
 
-net::awaitable<std::unique_ptr<UpstreamConnection>> UpstreamPool::acquire(
+Task<std::unique_ptr<UpstreamConnection>> UpstreamPool::acquire(
     beast::error_code& error, bool& reused) {
     error = {};
     while (!idle_.empty()) {

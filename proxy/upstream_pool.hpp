@@ -17,10 +17,10 @@ namespace infergate {
 // One connection to a backend, plain TCP or TLS as the backend URL says.
 class UpstreamConnection {
 public:
-    UpstreamConnection(net::any_io_executor executor, Deadlines& deadlines, net::ssl::context* tls);
+    UpstreamConnection(Executor executor, Deadlines& deadlines, net::ssl::context* tls);
 
     // Connects (and handshakes) to one of `endpoints` within `timeout`.
-    net::awaitable<beast::error_code> connect(const tcp::resolver::results_type& endpoints,
+    Task<beast::error_code> connect(const Resolver::results_type& endpoints,
                                               const std::string& sni_host,
                                               std::chrono::milliseconds timeout);
 
@@ -30,7 +30,7 @@ public:
         return tls_ ? fn(*tls_) : fn(*tcp_);
     }
 
-    beast::tcp_stream& tcp() { return tls_ ? beast::get_lowest_layer(*tls_) : *tcp_; }
+    Stream& tcp() { return tls_ ? beast::get_lowest_layer(*tls_) : *tcp_; }
     // The next operation must complete within `d`; settle() its result (see Deadline).
     void arm(std::chrono::milliseconds d) { deadline_.arm(d); }
     beast::error_code settle(beast::error_code ec) { return deadline_.settle(ec); }
@@ -43,20 +43,20 @@ public:
     int uses = 0;  // requests sent over this connection
 
 private:
-    std::optional<beast::tcp_stream> tcp_;
-    std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
+    std::optional<Stream> tcp_;
+    std::optional<beast::ssl_stream<Stream>> tls_;
     beast::flat_buffer buffer_;
     Deadline deadline_;
 };
 
 class UpstreamPool {
 public:
-    UpstreamPool(net::any_io_executor executor, Deadlines& deadlines,
+    UpstreamPool(Executor executor, Deadlines& deadlines,
                  const config::Backend& backend, net::ssl::context* tls);
 
     // An idle keep-alive connection, or a new one. `error` is set when connecting failed
     // (refused, unresolvable, timed out).
-    net::awaitable<std::unique_ptr<UpstreamConnection>> acquire(beast::error_code& error,
+    Task<std::unique_ptr<UpstreamConnection>> acquire(beast::error_code& error,
                                                                 bool& reused);
     // Returns a connection whose response was read completely and that may be reused.
     void release(std::unique_ptr<UpstreamConnection> connection);
@@ -64,12 +64,12 @@ public:
     const config::Backend& backend() const { return backend_; }
 
 private:
-    net::any_io_executor executor_;
+    Executor executor_;
     Deadlines& deadlines_;
     const config::Backend& backend_;
     net::ssl::context* tls_;
-    tcp::resolver resolver_;
-    std::optional<tcp::resolver::results_type> endpoints_;  // resolved once, again on failure
+    Resolver resolver_;
+    std::optional<Resolver::results_type> endpoints_;  // resolved once, again on failure
     std::vector<std::unique_ptr<UpstreamConnection>> idle_;
 };
 

@@ -10,9 +10,9 @@ namespace {
 // A connected loopback pair: reads on `a` wait until `b` writes.
 struct Pair {
     net::io_context io;
-    tcp::acceptor acceptor{io, tcp::endpoint(net::ip::address_v4::loopback(), 0)};
-    tcp::socket a{io};
-    tcp::socket b{io};
+    Acceptor acceptor{io, tcp::endpoint(net::ip::address_v4::loopback(), 0)};
+    Socket a{io};
+    Socket b{io};
     Pair() {
         a.connect(acceptor.local_endpoint());
         acceptor.accept(b);
@@ -72,9 +72,9 @@ TEST_CASE("deadlines: an operation that completes in time is not reported as a t
 TEST_CASE("deadlines: only the overdue socket is cancelled; a disarmed one keeps waiting") {
     Pair p1;
     // Both sockets on p1's context: one deadline overdue, the other disarmed.
-    tcp::acceptor acc(p1.io, tcp::endpoint(net::ip::address_v4::loopback(), 0));
-    tcp::socket c(p1.io);
-    tcp::socket s(p1.io);
+    Acceptor acc(p1.io, tcp::endpoint(net::ip::address_v4::loopback(), 0));
+    Socket c(p1.io);
+    Socket s(p1.io);
     c.connect(acc.local_endpoint());
     acc.accept(s);
     Deadlines deadlines;
