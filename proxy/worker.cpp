@@ -28,12 +28,13 @@ Worker::~Worker() { deadlines_.stop(); }
 
 std::string Worker::random_hex(size_t chars) {
     static constexpr char kHex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(chars);
-    while (out.size() < chars) {
+    std::string out(chars, '0');  // sized once (32 chars fit no small-string buffer anyway)
+    char* p = out.data();
+    for (size_t i = 0; i < chars; i += 16) {
         uint64_t r = rng_();
-        for (int i = 0; i < 16 && out.size() < chars; ++i, r >>= 4) {
-            out += kHex[r & 0xf];
+        const size_t n = std::min<size_t>(16, chars - i);
+        for (size_t j = 0; j < n; ++j, r >>= 4) {
+            p[i + j] = kHex[r & 0xf];
         }
     }
     return out;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "translators/openai/response_scan.hpp"
+
 namespace infergate::translators::openai {
 
 using canonical::Choice;
@@ -198,117 +200,9 @@ Result<GenerationResult> decode_response(std::string_view body, const Generation
     return result;
 }
 
-namespace {
-
-// The members of a completion (or chat completion) response the fast path needs, read in one SAX
-// pass. Where a key repeats, the first one counts, as json::find has it.
-struct UsageScan : rapidjson::BaseReaderHandler<rapidjson::UTF8<>, UsageScan> {
-    enum class Member { other, choices, usage };
-    enum class Count { other, prompt, completion, details, cached };
-
-    int depth = 0;  // containers open around the next value
-    Member member = Member::other;  // the top-level member whose value is being read
-    Count count = Count::other;     // in usage: the member whose value is being read
-    bool object = false;            // the document is an object
-    bool choices = false;           // its first "choices" is an array...
-    bool choice_not_object = false;  // ...with an element that is not an object
-    bool seen_choices = false, seen_usage = false, seen_prompt = false, seen_completion = false,
-         seen_details = false, seen_cached = false;
-    bool in_usage = false;    // inside the first "usage" object
-    bool in_details = false;  // inside its first "prompt_tokens_details" object
-    canonical::Usage usage;
-
-    static bool first(bool& seen) { return !std::exchange(seen, true); }
-
-    bool Key(const char* s, rapidjson::SizeType n, bool) {
-        const std::string_view k(s, n);
-        if (depth == 1) {
-            member = k == "choices" && first(seen_choices) ? Member::choices
-                     : k == "usage" && first(seen_usage)   ? Member::usage
-                                                           : Member::other;
-        } else if (depth == 2 && in_usage) {
-            count = k == "prompt_tokens" && first(seen_prompt)                   ? Count::prompt
-                    : k == "completion_tokens" && first(seen_completion)         ? Count::completion
-                    : k == "prompt_tokens_details" && first(seen_details)        ? Count::details
-                                                                                 : Count::other;
-        } else if (depth == 3 && in_details) {
-            count = k == "cached_tokens" && first(seen_cached) ? Count::cached : Count::other;
-        }
-        return true;
-    }
-    // A value starts at the current depth (containers are counted after this).
-    void value(bool is_object) {
-        if (depth == 2 && choices && member == Member::choices && !is_object) {
-            choice_not_object = true;
-        }
-    }
-    void integer(int64_t v) {
-        value(false);
-        if (depth == 2 && in_usage) {
-            if (count == Count::prompt) {
-                usage.prompt_tokens = v;
-            } else if (count == Count::completion) {
-                usage.completion_tokens = v;
-            }
-        } else if (depth == 3 && in_details && count == Count::cached) {
-            usage.cached_tokens = v;
-        }
-    }
-    bool Int(int v) { return integer(v), true; }
-    bool Uint(unsigned v) { return integer(v), true; }
-    bool Int64(int64_t v) { return integer(v), true; }
-    bool Uint64(uint64_t v) {
-        value(false);  // beyond int64: not a count (json::Value::IsInt64 is false)
-        if (v <= static_cast<uint64_t>(INT64_MAX)) {
-            integer(static_cast<int64_t>(v));
-        }
-        return true;
-    }
-    bool Default() { return value(false), true; }  // null, booleans, doubles, strings
-    bool StartObject() {
-        value(true);
-        if (depth == 0) {
-            object = true;
-        } else if (depth == 1 && member == Member::usage) {
-            in_usage = true;
-        } else if (depth == 2 && in_usage && count == Count::details) {
-            in_details = true;
-        }
-        ++depth;
-        return true;
-    }
-    bool EndObject(rapidjson::SizeType) {
-        --depth;
-        if (depth == 1) {
-            in_usage = false;
-        } else if (depth == 2) {
-            in_details = false;
-        }
-        return true;
-    }
-    bool StartArray() {
-        value(false);
-        if (depth == 1 && member == Member::choices) {
-            choices = true;
-        }
-        ++depth;
-        return true;
-    }
-    bool EndArray(rapidjson::SizeType) {
-        --depth;
-        if (depth == 1 && member == Member::choices) {
-            member = Member::other;  // a later element-looking value is not a choice
-        }
-        return true;
-    }
-};
-
-}  // namespace
-
 Result<Usage> check_response(std::string_view body, const GenerationRequest& req, Api api) {
-    UsageScan scan;
-    if (json::sax(body, scan) && scan.object && scan.choices && !scan.choice_not_object) {
-        return scan.usage;
+    if (auto usage = scan_response_usage(body)) {
+        return *usage;
     }
     // Malformed, the wrong shape or an error envelope: the full decode says what is wrong.
     auto decoded = decode_response(body, req, api);

@@ -17,9 +17,9 @@ void encode_error(const Error& error, std::string& out);
 Result<GenerationResult> decode_response(std::string_view body, const GenerationRequest& req,
                                          Api api);
 
-// The fast path's check (Codec::check_response): one SAX pass that reads the usage and checks the
-// shape (an object with a `choices` array of objects); anything else is left to decode_response,
-// so that the error is the same.
+// The fast path's check (Codec::check_response): one validating pass that reads the usage and
+// checks the shape (scan_response_usage); anything else is left to decode_response, so that the
+// error is the same.
 Result<Usage> check_response(std::string_view body, const GenerationRequest& req, Api api);
 
 }  // namespace infergate::translators::openai
