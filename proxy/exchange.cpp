@@ -63,7 +63,7 @@ std::string_view to_string(Outcome o) {
 }
 
 Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
-                   http::request<http::string_body> request, const std::string& peer)
+                   ClientRequest request, const std::string& peer)
     : worker_(worker),
       client_(client),
       client_deadline_(client_deadline),

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/client_request.hpp"
 #include "proxy/deadlines.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/net.hpp"
@@ -40,8 +41,8 @@ struct TokenTally {
 class Exchange {
 public:
     // `client_deadline` times the writes to `client` (the session's, shared with its reads).
-    Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
-             http::request<http::string_body> request, const std::string& peer);
+    Exchange(Worker& worker, Stream& client, Deadline& client_deadline, ClientRequest request,
+             const std::string& peer);
     ~Exchange();
     Exchange(const Exchange&) = delete;
     Exchange& operator=(const Exchange&) = delete;
@@ -146,7 +147,7 @@ private:
     Worker& worker_;
     Stream& client_;
     Deadline& client_deadline_;
-    http::request<http::string_body> request_;
+    ClientRequest request_;
     const std::string& peer_;
     std::string request_id_;
     bool keep_alive_ = true;

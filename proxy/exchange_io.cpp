@@ -155,18 +155,18 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
     head += target.empty() ? std::string_view("/") : std::string_view(target);
     head += " HTTP/1.1\r\n";
     bool has_anthropic_version = false;
-    for (const auto& f : request_) {
-        if (!forwardable(f.name())) {
+    for (size_t i = 0; i < request_.field_count(); ++i) {
+        const ClientRequest::Field f = request_.field(i);
+        if (!forwardable(f.id)) {
             continue;
         }
-        const std::string_view name = f.name_string();
-        if (beast::iequals(name, "x-request-id") ||
-            (!b.api_key.empty() && (anthropic ? beast::iequals(name, "x-api-key")
-                                              : f.name() == http::field::authorization))) {
+        if (beast::iequals(f.name, "x-request-id") ||
+            (!b.api_key.empty() && (anthropic ? beast::iequals(f.name, "x-api-key")
+                                              : f.id == http::field::authorization))) {
             continue;
         }
-        has_anthropic_version = has_anthropic_version || beast::iequals(name, "anthropic-version");
-        add_field(head, name, f.value());
+        has_anthropic_version = has_anthropic_version || beast::iequals(f.name, "anthropic-version");
+        add_field(head, f.name, f.value);
     }
     add_field(head, "Host", b.url.host + ":" + std::to_string(b.url.port));
     add_field(head, "X-Request-Id", request_id_);

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "proxy/client_request.hpp"
 #include "proxy/exchange.hpp"
 #include "proxy/log.hpp"
 #include "proxy/worker.hpp"
@@ -80,7 +81,7 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
         if (worker_.stopping()) {
             break;
         }
-        http::request_parser<http::string_body> parser;
+        ClientRequestParser parser;
         parser.body_limit(cfg.max_body_bytes);
         parser.header_limit(cfg.max_header_bytes);
         // One deadline for the whole request: the idle wait, its header and its body.
