@@ -50,14 +50,7 @@ canonical::Error type_error(std::string_view path, std::string_view expected, co
 }  // namespace
 
 char* Document::copy_text(std::string_view text) {
-    char* buf = text_buffer.data();
-    if (text.size() >= text_buffer.size()) {
-        text_spill.resize(text.size() + 1);
-        buf = text_spill.data();
-    }
-    std::memcpy(buf, text.data(), text.size());
-    buf[text.size()] = '\0';
-    return buf;
+    return detail::nul_terminated_copy(text, text_buffer, text_spill);
 }
 
 bool depth_within_limit(std::string_view body) {

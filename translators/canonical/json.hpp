@@ -38,6 +38,20 @@ struct DocumentStorage {
     std::string text_spill;  // for text longer than text_buffer
 };
 
+// `text` copied into `buf` (or, when it does not fit, into `spill`) with a NUL after it, for
+// RapidJSON's in-situ parsing.
+template <size_t N>
+char* nul_terminated_copy(std::string_view text, std::array<char, N>& buf, std::string& spill) {
+    char* out = buf.data();
+    if (text.size() >= buf.size()) {
+        spill.resize(text.size() + 1);
+        out = spill.data();
+    }
+    std::memcpy(out, text.data(), text.size());
+    out[text.size()] = '\0';
+    return out;
+}
+
 }  // namespace detail
 
 // A parsed JSON document whose text, first 6 KiB of values and parse stack live inside the
@@ -82,14 +96,7 @@ bool sax(std::string_view body, Handler& handler) {
     }
     std::array<char, 2048> inline_copy;
     std::string spill;
-    char* text = inline_copy.data();
-    if (body.size() >= inline_copy.size()) {
-        spill.resize(body.size() + 1);
-        text = spill.data();
-    }
-    std::memcpy(text, body.data(), body.size());
-    text[body.size()] = '\0';
-    rapidjson::InsituStringStream in(text);
+    rapidjson::InsituStringStream in(detail::nul_terminated_copy(body, inline_copy, spill));
     rapidjson::Reader reader;
     return !reader.Parse<rapidjson::kParseInsituFlag | kFlags>(in, handler).IsError();
 }

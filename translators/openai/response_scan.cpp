@@ -279,19 +279,9 @@ private:
             if (!value(member, depth)) {
                 return false;
             }
-            ws();
-            if (p_ == end_) {
-                return false;
+            if (const Next next = after_item('}'); next != Next::more) {
+                return next == Next::closed;
             }
-            if (*p_ == '}') {
-                ++p_;
-                return true;
-            }
-            if (*p_ != ',') {
-                return false;
-            }
-            ++p_;
-            ws();
         }
     }
 
@@ -316,20 +306,29 @@ private:
             if (!value(Role::other, depth)) {
                 return false;
             }
-            ws();
-            if (p_ == end_) {
-                return false;
+            if (const Next next = after_item(']'); next != Next::more) {
+                return next == Next::closed;
             }
-            if (*p_ == ']') {
-                ++p_;
-                return true;
-            }
-            if (*p_ != ',') {
-                return false;
-            }
-            ++p_;
-            ws();
         }
+    }
+
+    // After a member or an element: a comma (another follows), the closer, or an error.
+    enum class Next { more, closed, bad };
+    Next after_item(char closer) {
+        ws();
+        if (p_ == end_) {
+            return Next::bad;
+        }
+        if (*p_ == closer) {
+            ++p_;
+            return Next::closed;
+        }
+        if (*p_ != ',') {
+            return Next::bad;
+        }
+        ++p_;
+        ws();
+        return Next::more;
     }
 
     const char* p_;
