@@ -205,7 +205,7 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
         const auto connect_start = std::chrono::steady_clock::now();
         {
             WaitTimer wait{*this};
-            upstream_->conn = co_await worker_.pool().acquire(ec, reused);
+            upstream_->conn = co_await worker_.pool().acquire(ec, reused, attempt > 0);
         }
         if (!ec && !reused) {
             record_.upstream_connect_seconds =

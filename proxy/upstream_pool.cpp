@@ -57,17 +57,28 @@ UpstreamPool::UpstreamPool(Executor executor, Deadlines& deadlines,
     : executor_(executor), deadlines_(deadlines), backend_(backend), tls_(tls),
       resolver_(executor) {}
 
-Task<std::unique_ptr<UpstreamConnection>> UpstreamPool::acquire(
-    beast::error_code& error, bool& reused) {
+Task<std::unique_ptr<UpstreamConnection>> UpstreamPool::acquire(beast::error_code& error,
+                                                                bool& reused, bool fresh) {
     error = {};
-    while (!idle_.empty()) {
+    const auto now = std::chrono::steady_clock::now();
+    while (!fresh && !idle_.empty()) {
         std::unique_ptr<UpstreamConnection> c = std::move(idle_.back());
         idle_.pop_back();
+        if (!c->is_open()) {
+            continue;
+        }
         // A backend may have closed an idle connection; a readable idle socket means EOF (or
-        // stray bytes), so it is not reused.
+        // stray bytes), so it is not reused. Servers close idle keep-alive connections after
+        // seconds (uvicorn: 5 s), so one back in the pool for less than a second is taken
+        // without the ioctl (under load that is every one); the rare close in between fails
+        // before any response byte and is retried once on a fresh connection.
+        if (now - c->idle_since < std::chrono::seconds(1)) {
+            reused = true;
+            co_return c;
+        }
         beast::error_code ec;
         const size_t available = c->tcp().socket().available(ec);
-        if (!ec && available == 0 && c->is_open()) {
+        if (!ec && available == 0) {
             reused = true;
             co_return c;
         }
@@ -101,6 +112,7 @@ void UpstreamPool::release(std::unique_ptr<UpstreamConnection> connection) {
         return;
     }
     connection->deadline().disarm();
+    connection->idle_since = std::chrono::steady_clock::now();
     idle_.push_back(std::move(connection));
 }
 

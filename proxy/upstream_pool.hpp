@@ -41,6 +41,7 @@ public:
 
     beast::flat_buffer& buffer() { return buffer_; }
     int uses = 0;  // requests sent over this connection
+    std::chrono::steady_clock::time_point idle_since;  // when it went back to the pool
 
 private:
     std::optional<Stream> tcp_;
@@ -56,8 +57,10 @@ public:
 
     // An idle keep-alive connection, or a new one. `error` is set when connecting failed
     // (refused, unresolvable, timed out).
-    Task<std::unique_ptr<UpstreamConnection>> acquire(beast::error_code& error,
-                                                                bool& reused);
+    // `fresh`: a new connection even when idle ones are pooled (the retry after a pooled one
+    // turned out closed: the others may be closed too, e.g. the backend restarted).
+    Task<std::unique_ptr<UpstreamConnection>> acquire(beast::error_code& error, bool& reused,
+                                                      bool fresh = false);
     // Returns a connection whose response was read completely and that may be reused.
     void release(std::unique_ptr<UpstreamConnection> connection);
 
