@@ -55,23 +55,26 @@ void Server::publish(const BackendInfo& info) {
     }
 }
 
+std::optional<BackendInfo> Server::configured_backend() const {
+    const config::Backend& backend = config_->backend();
+    if (backend.dialect == config::BackendDialect::auto_detect || backend.model.empty()) {
+        return std::nullopt;
+    }
+    BackendInfo info;
+    info.ready = true;
+    info.dialect = backend.dialect;
+    info.flavor = backend.dialect == config::BackendDialect::sglang ? translators::Flavor::sglang
+                                                                    : translators::Flavor::generic;
+    info.served_model = backend.model;
+    info.detail = "configured";
+    return info;
+}
+
 Task<void> Server::probe_loop() {
     const config::Backend& backend = config_->backend();
-    // Configured dialect and model: serve at once; the probe only refines the flavour.
-    const bool configured_ready =
-        backend.dialect != config::BackendDialect::auto_detect && !backend.model.empty();
-    if (configured_ready) {
-        BackendInfo info;
-        info.ready = true;
-        info.dialect = backend.dialect;
-        info.flavor = backend.dialect == config::BackendDialect::sglang
-                          ? translators::Flavor::sglang
-                          : translators::Flavor::generic;
-        info.served_model = backend.model;
-        info.detail = "configured";
-        metrics_->set_discovered_model(backend.model);
-        publish(info);
-    }
+    // Configured dialect and model: the workers serve at once (run() gave them the info before
+    // listening); the probe only refines the flavour.
+    const bool configured_ready = configured_backend().has_value();
     Timer timer(control_);
     int attempt = 0;
     for (;;) {
@@ -151,6 +154,15 @@ int Server::run() {
               std::to_string(endpoint.port()) + " with " + std::to_string(workers_.size()) +
               " thread(s), backend " + config_->backend().url.text());
 
+    // A configured backend is known before the first connection: no request may see a 503
+    // "not ready" because the probe's first post reached its worker after the request did. The
+    // worker threads are not running yet, so this is no race.
+    if (const auto info = configured_backend()) {
+        metrics_->set_discovered_model(info->served_model);
+        for (auto& w : workers_) {
+            w->set_backend(*info);
+        }
+    }
     for (auto& l : listeners_) {
         l->start();
     }

@@ -25,6 +25,8 @@ public:
     int run();
 
 private:
+    // The backend as the config describes it, when it names both dialect and model.
+    std::optional<struct BackendInfo> configured_backend() const;
     Task<void> probe_loop();
     void publish(const struct BackendInfo& info);
     void shutdown();
