@@ -3,9 +3,6 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "translators/canonical/json.hpp"
 
@@ -106,32 +103,7 @@ private:
 
     // The first byte at or after `p` that ends a run of plain string bytes: a quote, a backslash,
     // a control character, or the end.
-    const char* plain_run(const char* p) const {
-#if defined(__SSE2__)
-        const __m128i quote = _mm_set1_epi8('"');
-        const __m128i backslash = _mm_set1_epi8('\\');
-        const __m128i control = _mm_set1_epi8(0x1f);
-        while (end_ - p >= 16) {
-            const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-            const __m128i hit =
-                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
-                             _mm_cmpeq_epi8(_mm_max_epu8(x, control), control));  // x <= 0x1f
-            const int mask = _mm_movemask_epi8(hit);
-            if (mask != 0) {
-                return p + __builtin_ctz(static_cast<unsigned>(mask));
-            }
-            p += 16;
-        }
-#endif
-        while (p != end_) {
-            const auto c = static_cast<unsigned char>(*p);
-            if (c == '"' || c == '\\' || c < 0x20) {
-                return p;
-            }
-            ++p;
-        }
-        return p;
-    }
+    const char* plain_run(const char* p) const { return json::detail::find_string_special(p, end_); }
 
     // A number; `integer` holds it when it is an integer that fits in int64.
     bool number(std::optional<int64_t>& integer) {

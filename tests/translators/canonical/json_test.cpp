@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "translators/canonical/json.hpp"
 
@@ -54,4 +55,69 @@ TEST_CASE("json::parse: errors say where; trailing data and embedded NUL are ref
     auto empty = json::parse("  ", d);
     REQUIRE(empty);
     CHECK(empty->message.find("empty") != std::string::npos);
+}
+
+namespace {
+
+// JSON string escaping as RapidJSON's Writer does it, one byte at a time: the reference the bulk
+// path must match.
+std::string reference_escape(std::string_view s) {
+    static const char* hex = "0123456789ABCDEF";
+    std::string out = "\"";
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (c < 0x20) {
+                    out += "\\u00";
+                    out += hex[c >> 4];
+                    out += hex[c & 15];
+                } else {
+                    out += ch;
+                }
+        }
+    }
+    return out + "\"";
+}
+
+}  // namespace
+
+TEST_CASE("json::Writer: strings are escaped exactly, specials at every offset of a 16-byte run") {
+    std::string text;
+    for (int c = 0; c < 256; ++c) {
+        text += static_cast<char>(c);  // every byte value once (UTF-8 bytes pass through)
+    }
+    std::vector<std::string> cases = {"", "plain", text, std::string(1000, 'x')};
+    for (const char special : {'"', '\\', '\n', '\x01', '\x1f'}) {
+        for (size_t at = 0; at < 40; ++at) {
+            std::string s(40, 'a');
+            s[at] = special;
+            cases.push_back(s);
+        }
+    }
+    for (const auto& s : cases) {
+        std::string out;
+        json::StringOut os{&out};
+        json::Writer w(os);
+        json::string(w, s);
+        CHECK(out == reference_escape(s));
+    }
+    // Inside a document: the writer's commas and keys are unaffected.
+    std::string out;
+    json::StringOut os{&out};
+    json::Writer w(os);
+    w.StartObject();
+    json::key(w, "a\"b");
+    json::string(w, std::string(20, 'y') + "\"");
+    json::key(w, "n");
+    w.Int(1);
+    w.EndObject();
+    CHECK(out == R"({"a\"b":"yyyyyyyyyyyyyyyyyyyy\"","n":1})");
 }
