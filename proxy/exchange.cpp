@@ -62,8 +62,8 @@ std::string_view to_string(Outcome o) {
     return "ok";
 }
 
-Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
-                   ClientRequest request, const std::string& peer)
+Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline, ClientRequest request,
+                   const std::string& peer)
     : worker_(worker),
       client_(client),
       client_deadline_(client_deadline),
@@ -517,10 +517,11 @@ void apply_to_result(const canonical::StreamEvent& ev, canonical::GenerationResu
 
 }  // namespace
 
-Task<std::optional<bool>> Exchange::open_upstream(
-    const translators::Codec& front, const translators::Codec& back,
-    const canonical::GenerationRequest& req, bool same_dialect, bool upstream_streams,
-    bool ask_usage, bool ask_running) {
+Task<std::optional<bool>> Exchange::open_upstream(const translators::Codec& front,
+                                                  const translators::Codec& back,
+                                                  const canonical::GenerationRequest& req,
+                                                  bool same_dialect, bool upstream_streams,
+                                                  bool ask_usage, bool ask_running) {
     const std::string model = upstream_model(req);
     std::string body;
     if (same_dialect) {
@@ -562,10 +563,9 @@ Task<std::optional<bool>> Exchange::open_upstream(
     co_return co_await send_error(front, e);
 }
 
-Task<bool> Exchange::relay_whole(const translators::Codec& front,
-                                           const translators::Codec& back,
-                                           const canonical::GenerationRequest& req,
-                                           bool same_dialect, bool upstream_streams) {
+Task<bool> Exchange::relay_whole(const translators::Codec& front, const translators::Codec& back,
+                                 const canonical::GenerationRequest& req, bool same_dialect,
+                                 bool upstream_streams) {
     const std::string model = upstream_model(req);
     if (auto finished = co_await open_upstream(front, back, req, same_dialect, upstream_streams,
                                                false, false)) {
@@ -755,10 +755,8 @@ private:
 
 }  // namespace
 
-Task<bool> Exchange::relay_stream(const translators::Codec& front,
-                                            const translators::Codec& back,
-                                            const canonical::GenerationRequest& req,
-                                            bool same_dialect) {
+Task<bool> Exchange::relay_stream(const translators::Codec& front, const translators::Codec& back,
+                                  const canonical::GenerationRequest& req, bool same_dialect) {
     const std::string model = upstream_model(req);
     const std::string shown_model = client_model(req);
     const bool openai_fast_path = same_dialect && front.dialect() != canonical::Dialect::sglang;

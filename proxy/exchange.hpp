@@ -75,17 +75,15 @@ private:
     // nullopt: a 2xx is in and its body is next. A value: the exchange already answered (an
     // error in the client's dialect) and that is its keep-alive result.
     Task<std::optional<bool>> open_upstream(const translators::Codec& front,
-                                                      const translators::Codec& back,
-                                                      const canonical::GenerationRequest& req,
-                                                      bool same_dialect, bool upstream_streams,
-                                                      bool ask_usage, bool ask_running);
-    Task<bool> relay_whole(const translators::Codec& front,
-                                     const translators::Codec& back,
-                                     const canonical::GenerationRequest& req, bool same_dialect,
-                                     bool upstream_streams);
-    Task<bool> relay_stream(const translators::Codec& front,
-                                      const translators::Codec& back,
-                                      const canonical::GenerationRequest& req, bool same_dialect);
+                                            const translators::Codec& back,
+                                            const canonical::GenerationRequest& req,
+                                            bool same_dialect, bool upstream_streams,
+                                            bool ask_usage, bool ask_running);
+    Task<bool> relay_whole(const translators::Codec& front, const translators::Codec& back,
+                           const canonical::GenerationRequest& req, bool same_dialect,
+                           bool upstream_streams);
+    Task<bool> relay_stream(const translators::Codec& front, const translators::Codec& back,
+                            const canonical::GenerationRequest& req, bool same_dialect);
     // The client's encoder state for a translated stream.
     canonical::StreamState client_stream_state(const translators::Codec& front,
                                                const canonical::GenerationRequest& req);
@@ -100,8 +98,7 @@ private:
     // ---- backend --------------------------------------------------------------------------
     // Sends the request and reads the response header. On failure returns false with the error
     // already mapped (502/504) into `error_`.
-    Task<bool> call_upstream(http::verb verb, std::string target, std::string body,
-                                       bool stream);
+    Task<bool> call_upstream(http::verb verb, std::string target, std::string body, bool stream);
     // Reads the rest of the upstream body into `out` (bounded).
     Task<beast::error_code> read_upstream_body(std::string& out);
     // Reads the next piece of the upstream body; empty view at the end of the message.
@@ -113,7 +110,7 @@ private:
 
     // ---- responses ------------------------------------------------------------------------
     Task<bool> send(http::status status, std::string body,
-                              std::string_view content_type = "application/json");
+                    std::string_view content_type = "application/json");
     Task<bool> send_error(const translators::Codec& codec, const canonical::Error& e);
     Task<bool> send_openai_error(const canonical::Error& e);
     Task<bool> start_stream(std::string_view content_type);

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 
 #include "proxy/exchange_detail.hpp"
 #include "proxy/log.hpp"
@@ -143,7 +143,7 @@ canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_vi
 }
 
 Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::string body,
-                                             bool stream) {
+                                   bool stream) {
     const config::Backend& b = worker_.pool().backend();
     const bool anthropic = worker_.backend().dialect == config::BackendDialect::anthropic;
     // The request head: the client's end-to-end headers, then the proxy's own (which replace a
@@ -165,7 +165,8 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
                                               : f.id == http::field::authorization))) {
             continue;
         }
-        has_anthropic_version = has_anthropic_version || beast::iequals(f.name, "anthropic-version");
+        has_anthropic_version =
+            has_anthropic_version || beast::iequals(f.name, "anthropic-version");
         add_field(head, f.name, f.value);
     }
     add_field(head, "Host", b.url.host + ":" + std::to_string(b.url.port));
@@ -187,7 +188,8 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
         add_field(head, "Content-Type", "application/json");
         char length[24];
         const auto end = std::to_chars(length, length + sizeof length, body.size()).ptr;
-        add_field(head, "Content-Length", std::string_view(length, static_cast<size_t>(end - length)));
+        add_field(head, "Content-Length",
+                  std::string_view(length, static_cast<size_t>(end - length)));
     } else {
         body.clear();
     }
@@ -227,8 +229,8 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
         WaitTimer wait{*this};
         const std::array<net::const_buffer, 2> wire{net::buffer(head), net::buffer(body)};
         conn.arm(op_timeout(b.timeouts.idle_ms));
-        auto [rwec, wn] = co_await conn.visit(
-            [&](auto& s) { return net::async_write(s, wire, use_nothrow); });
+        auto [rwec, wn] =
+            co_await conn.visit([&](auto& s) { return net::async_write(s, wire, use_nothrow); });
         beast::error_code wec = conn.settle(rwec);
         const auto sent = std::chrono::steady_clock::now();
         std::string_view stage = "sending the request";
@@ -272,9 +274,8 @@ Task<beast::error_code> Exchange::read_upstream_some(std::string_view& out) {
     while (!parser.is_done()) {
         parser.set_output(upstream_->buf.data(), upstream_->buf.size());
         conn.arm(op_timeout(b.timeouts.idle_ms));
-        auto [rec, n] = co_await conn.visit([&](auto& s) {
-            return http::async_read_some(s, conn.buffer(), parser, use_nothrow);
-        });
+        auto [rec, n] = co_await conn.visit(
+            [&](auto& s) { return http::async_read_some(s, conn.buffer(), parser, use_nothrow); });
         beast::error_code ec = conn.settle(rec);
         if (ec == http::error::need_buffer) {
             ec = {};
@@ -327,8 +328,8 @@ void Exchange::finish_upstream(bool reusable) {
 // Client side
 // ---------------------------------------------------------------------------------------------
 
-void Exchange::append_response_head(unsigned status, std::string_view content_type,
-                                    bool keep_alive, std::string& out) const {
+void Exchange::append_response_head(unsigned status, std::string_view content_type, bool keep_alive,
+                                    std::string& out) const {
     const unsigned version = request_.version();
     add_status_line(out, version, status);
     add_field(out, "Server", "infergate");
@@ -348,8 +349,7 @@ void Exchange::append_response_head(unsigned status, std::string_view content_ty
     }
 }
 
-Task<bool> Exchange::send(http::status status, std::string body,
-                                    std::string_view content_type) {
+Task<bool> Exchange::send(http::status status, std::string body, std::string_view content_type) {
     status_ = static_cast<int>(status);
     const bool keep_alive = keep_alive_ && !worker_.stopping();
     if (request_.method() == http::verb::head) {
@@ -377,8 +377,7 @@ Task<bool> Exchange::send(http::status status, std::string body,
     co_return keep_alive;
 }
 
-Task<bool> Exchange::send_error(const translators::Codec& codec,
-                                          const canonical::Error& e) {
+Task<bool> Exchange::send_error(const translators::Codec& codec, const canonical::Error& e) {
     std::string body;
     codec.encode_error(e, body);
     const int status = e.status >= 400 && e.status <= 599 ? e.status : 502;
@@ -454,8 +453,8 @@ Task<bool> Exchange::end_stream() {
     }
     WaitTimer wait{*this};
     client_deadline_.arm(std::chrono::milliseconds(worker_.config().client_idle_ms));
-    auto [wec, n] = co_await net::async_write(client_, net::const_buffer("0\r\n\r\n", 5),
-                                              use_nothrow);
+    auto [wec, n] =
+        co_await net::async_write(client_, net::const_buffer("0\r\n\r\n", 5), use_nothrow);
     if (client_deadline_.settle(wec)) {
         outcome_ = Outcome::client_disconnect;
         co_return false;

@@ -18,9 +18,9 @@ UpstreamConnection::UpstreamConnection(Executor executor, Deadlines& deadlines,
     deadline_.attach(tcp().socket());
 }
 
-Task<beast::error_code> UpstreamConnection::connect(
-    const Resolver::results_type& endpoints, const std::string& sni_host,
-    std::chrono::milliseconds timeout) {
+Task<beast::error_code> UpstreamConnection::connect(const Resolver::results_type& endpoints,
+                                                    const std::string& sni_host,
+                                                    std::chrono::milliseconds timeout) {
     deadline_.arm(timeout);
     auto [cec, endpoint] = co_await tcp().async_connect(endpoints, use_nothrow);
     beast::error_code ec = deadline_.settle(cec);
@@ -52,9 +52,12 @@ void UpstreamConnection::close() {
     }
 }
 
-UpstreamPool::UpstreamPool(Executor executor, Deadlines& deadlines,
-                           const config::Backend& backend, net::ssl::context* tls)
-    : executor_(executor), deadlines_(deadlines), backend_(backend), tls_(tls),
+UpstreamPool::UpstreamPool(Executor executor, Deadlines& deadlines, const config::Backend& backend,
+                           net::ssl::context* tls)
+    : executor_(executor),
+      deadlines_(deadlines),
+      backend_(backend),
+      tls_(tls),
       resolver_(executor) {}
 
 Task<std::unique_ptr<UpstreamConnection>> UpstreamPool::acquire(beast::error_code& error,

@@ -21,8 +21,7 @@ public:
 
     // Connects (and handshakes) to one of `endpoints` within `timeout`.
     Task<beast::error_code> connect(const Resolver::results_type& endpoints,
-                                              const std::string& sni_host,
-                                              std::chrono::milliseconds timeout);
+                                    const std::string& sni_host, std::chrono::milliseconds timeout);
 
     // Calls fn(stream) with the plain or TLS stream; fn returns an awaitable.
     template <class Fn>
@@ -52,8 +51,8 @@ private:
 
 class UpstreamPool {
 public:
-    UpstreamPool(Executor executor, Deadlines& deadlines,
-                 const config::Backend& backend, net::ssl::context* tls);
+    UpstreamPool(Executor executor, Deadlines& deadlines, const config::Backend& backend,
+                 net::ssl::context* tls);
 
     // An idle keep-alive connection, or a new one. `error` is set when connecting failed
     // (refused, unresolvable, timed out).

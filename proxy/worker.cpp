@@ -24,7 +24,9 @@ Worker::Worker(int index, std::shared_ptr<const config::Config> config, net::ssl
     deadlines_.start(io_.get_executor(), Deadlines::tick_for(std::chrono::milliseconds(shortest)));
 }
 
-Worker::~Worker() { deadlines_.stop(); }
+Worker::~Worker() {
+    deadlines_.stop();
+}
 
 std::string Worker::random_hex(size_t chars) {
     static constexpr char kHex[] = "0123456789abcdef";

@@ -67,7 +67,8 @@ bool depth_within_limit(std::string_view body) {
             ++p;
         }
     }
-    return brackets <= static_cast<size_t>(kMaxDepth) || nesting_depth(body, kMaxDepth) <= kMaxDepth;
+    return brackets <= static_cast<size_t>(kMaxDepth) ||
+           nesting_depth(body, kMaxDepth) <= kMaxDepth;
 }
 
 std::optional<canonical::Error> parse(std::string_view body, Document& doc, std::string_view what) {

@@ -167,7 +167,7 @@ inline bool write_plain_run(rapidjson::StringStream& is, size_t length, std::str
 namespace rapidjson {
 template <>
 inline bool Writer<infergate::json::StringOut>::ScanWriteUnescapedString(StringStream& is,
-                                                                          size_t length) {
+                                                                         size_t length) {
     return infergate::json::detail::write_plain_run(is, length, *os_->s);
 }
 template <>

@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <cstring>
 
-
 #include "translators/canonical/json.hpp"
 
 namespace infergate::translators::openai {
@@ -103,7 +102,9 @@ private:
 
     // The first byte at or after `p` that ends a run of plain string bytes: a quote, a backslash,
     // a control character, or the end.
-    const char* plain_run(const char* p) const { return json::detail::find_string_special(p, end_); }
+    const char* plain_run(const char* p) const {
+        return json::detail::find_string_special(p, end_);
+    }
 
     // A number; `integer` holds it when it is an integer that fits in int64.
     bool number(std::optional<int64_t>& integer) {

@@ -238,8 +238,8 @@ TEST_SUITE("openai fast-path response check") {
     }
 
     TEST_CASE("the captured responses: same usage as the full decode, read by the scan") {
-        for (const char* name :
-             {"completions_response.json", "vllm_completions_response.json", "chat_response.json"}) {
+        for (const char* name : {"completions_response.json", "vllm_completions_response.json",
+                                 "chat_response.json"}) {
             INFO(name);
             // The fast scan judges these itself (no fall-back to the full decode).
             CHECK(openai::scan_response_usage(fixture(name)).has_value());
@@ -254,38 +254,39 @@ TEST_SUITE("openai fast-path response check") {
     }
 
     TEST_CASE("usage where it is and only where it is") {
-        for (std::string_view body : {
-                 R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,)"
-                 R"("prompt_tokens_details":{"cached_tokens":2}}})",
-                 // nested look-alikes do not count
-                 R"({"choices":[{"text":"x","usage":{"prompt_tokens":99}}],"usage":{"completion_tokens":1}})",
-                 R"({"meta":{"usage":{"prompt_tokens":9}},"choices":[]})",
-                 R"({"choices":[],"usage":{"x":{"prompt_tokens":9},"prompt_tokens":1}})",
-                 R"({"choices":[],"usage":{"cached_tokens":5,"prompt_tokens_details":{"cached_tokens":6}}})",
-                 // repeated keys: the first counts
-                 R"({"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens":2}})",
-                 R"({"choices":[],"usage":null,"usage":{"prompt_tokens":2}})",
-                 R"({"choices":{},"choices":[]})",
-                 // counts that are not int64
-                 R"({"choices":[],"usage":{"prompt_tokens":1.5,"completion_tokens":18446744073709551615}})",
-                 R"({"choices":[],"usage":{"prompt_tokens":-1,"completion_tokens":"7"}})",
-                 R"({ "choices" : [ { "text" : "a b" } ] , "usage" : { "prompt_tokens" : 2 } } )",
-                 R"({"choices":[{"text":"\"usage\": {\"prompt_tokens\": 7}"}]})",
-                 // numbers at and past the int64 bounds, and the other number forms
-                 R"({"choices":[],"usage":{"prompt_tokens":9223372036854775807,)"
-                 R"("completion_tokens":-9223372036854775808}})",
-                 R"({"choices":[],"usage":{"prompt_tokens":9223372036854775808,)"
-                 R"("completion_tokens":-9223372036854775809}})",
-                 R"({"choices":[],"usage":{"prompt_tokens":-0,"completion_tokens":1e2,)"
-                 R"("x":[-1.5E-3,0.0,true,false,null]}})",
-                 R"({"choices":[],"usage":{"prompt_tokens":[1],"completion_tokens":{"a":2}}})",
-                 // escapes in values, an escaped key, surrogates, raw UTF-8 and DEL
-                 R"({"choices":[{"text":"a\n\t\"\\\/\b\f\r\u00e9"}],"usage":{"prompt_tokens":4}})",
-                 R"({"choices":[],"us\u0061ge":{"prompt_tokens":4}})",
-                 R"({"choices":[{"text":"\ud83d\ude00"}],"usage":{"prompt_tokens":4}})",
-                 R"({"choices":[{"text":"\udc00"}],"usage":{"prompt_tokens":4}})",
-                 "{\"choices\":[{\"text\":\"caf\xc3\xa9 \x7f\"}],\"usage\":{\"prompt_tokens\":4}}",
-             }) {
+        for (
+            std::string_view body : {
+                R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,)"
+                R"("prompt_tokens_details":{"cached_tokens":2}}})",
+                // nested look-alikes do not count
+                R"({"choices":[{"text":"x","usage":{"prompt_tokens":99}}],"usage":{"completion_tokens":1}})",
+                R"({"meta":{"usage":{"prompt_tokens":9}},"choices":[]})",
+                R"({"choices":[],"usage":{"x":{"prompt_tokens":9},"prompt_tokens":1}})",
+                R"({"choices":[],"usage":{"cached_tokens":5,"prompt_tokens_details":{"cached_tokens":6}}})",
+                // repeated keys: the first counts
+                R"({"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens":2}})",
+                R"({"choices":[],"usage":null,"usage":{"prompt_tokens":2}})",
+                R"({"choices":{},"choices":[]})",
+                // counts that are not int64
+                R"({"choices":[],"usage":{"prompt_tokens":1.5,"completion_tokens":18446744073709551615}})",
+                R"({"choices":[],"usage":{"prompt_tokens":-1,"completion_tokens":"7"}})",
+                R"({ "choices" : [ { "text" : "a b" } ] , "usage" : { "prompt_tokens" : 2 } } )",
+                R"({"choices":[{"text":"\"usage\": {\"prompt_tokens\": 7}"}]})",
+                // numbers at and past the int64 bounds, and the other number forms
+                R"({"choices":[],"usage":{"prompt_tokens":9223372036854775807,)"
+                R"("completion_tokens":-9223372036854775808}})",
+                R"({"choices":[],"usage":{"prompt_tokens":9223372036854775808,)"
+                R"("completion_tokens":-9223372036854775809}})",
+                R"({"choices":[],"usage":{"prompt_tokens":-0,"completion_tokens":1e2,)"
+                R"("x":[-1.5E-3,0.0,true,false,null]}})",
+                R"({"choices":[],"usage":{"prompt_tokens":[1],"completion_tokens":{"a":2}}})",
+                // escapes in values, an escaped key, surrogates, raw UTF-8 and DEL
+                R"({"choices":[{"text":"a\n\t\"\\\/\b\f\r\u00e9"}],"usage":{"prompt_tokens":4}})",
+                R"({"choices":[],"us\u0061ge":{"prompt_tokens":4}})",
+                R"({"choices":[{"text":"\ud83d\ude00"}],"usage":{"prompt_tokens":4}})",
+                R"({"choices":[{"text":"\udc00"}],"usage":{"prompt_tokens":4}})",
+                "{\"choices\":[{\"text\":\"caf\xc3\xa9 \x7f\"}],\"usage\":{\"prompt_tokens\":4}}",
+            }) {
             check_agrees(completions(), body);
             check_agrees(chat(), body);
         }
@@ -294,15 +295,16 @@ TEST_SUITE("openai fast-path response check") {
     TEST_CASE("the scan judges ordinary bodies itself and leaves only the odd ones to the decode") {
         using openai::scan_response_usage;
         const auto spaced = scan_response_usage(
-            " {\n \"choices\" : [ { \"text\" : \"a\\u00e9\" } ] ,\t\"usage\" : { \"prompt_tokens\" : 2 ,"
+            " {\n \"choices\" : [ { \"text\" : \"a\\u00e9\" } ] ,\t\"usage\" : { \"prompt_tokens\" "
+            ": 2 ,"
             " \"prompt_tokens_details\" : { \"cached_tokens\" : -1 } } } \r\n");
         REQUIRE(spaced.has_value());
         CHECK(spaced->prompt_tokens == 2);
         CHECK(spaced->cached_tokens == -1);
         CHECK_FALSE(spaced->completion_tokens.has_value());
-        const auto big = scan_response_usage(
-            R"({"choices":[],"usage":{"prompt_tokens":9223372036854775807,)"
-            R"("completion_tokens":9223372036854775808}})");
+        const auto big =
+            scan_response_usage(R"({"choices":[],"usage":{"prompt_tokens":9223372036854775807,)"
+                                R"("completion_tokens":9223372036854775808}})");
         REQUIRE(big.has_value());
         CHECK(big->prompt_tokens == INT64_MAX);
         CHECK_FALSE(big->completion_tokens.has_value());
@@ -316,16 +318,34 @@ TEST_SUITE("openai fast-path response check") {
 
     TEST_CASE("malformed or wrong-shaped bodies fail exactly as the full decode fails") {
         for (std::string_view body :
-             {"", "not json", "[]", R"({"id":"x"})", R"({"choices":{}})", R"({"choices":[1]})",
-              R"({"choices":[{},[]]})", R"({"choices":[]} trailing)", "{oops",
+             {"",
+              "not json",
+              "[]",
+              R"({"id":"x"})",
+              R"({"choices":{}})",
+              R"({"choices":[1]})",
+              R"({"choices":[{},[]]})",
+              R"({"choices":[]} trailing)",
+              "{oops",
               R"({"error":{"message":"too long","type":"BadRequestError","code":400}})",
-              R"({"choices":[],"n":01})", R"({"choices":[],"n":1.})", R"({"choices":[],"n":-})",
-              R"({"choices":[],"n":+1})", R"({"choices":[],"n":.5})", R"({"choices":[],"n":1e})",
-              R"({"choices":[],"n":nul})", R"({"choices":[],"n":tru})", R"({"choices":[],})",
-              R"({"choices":[],"s":"\x"})", R"({"choices":[],"s":"\u12"})",
-              "{\"choices\":[],\"s\":\"a\tb\"}", R"({"choices":[] "x":1})",
-              R"({"choices" [],"x":1})", R"({"choices":[{}{}]})", R"({"choices":[],"s":"open)",
-              R"({"choices":[)", R"({choices:[]})"}) {
+              R"({"choices":[],"n":01})",
+              R"({"choices":[],"n":1.})",
+              R"({"choices":[],"n":-})",
+              R"({"choices":[],"n":+1})",
+              R"({"choices":[],"n":.5})",
+              R"({"choices":[],"n":1e})",
+              R"({"choices":[],"n":nul})",
+              R"({"choices":[],"n":tru})",
+              R"({"choices":[],})",
+              R"({"choices":[],"s":"\x"})",
+              R"({"choices":[],"s":"\u12"})",
+              "{\"choices\":[],\"s\":\"a\tb\"}",
+              R"({"choices":[] "x":1})",
+              R"({"choices" [],"x":1})",
+              R"({"choices":[{}{}]})",
+              R"({"choices":[],"s":"open)",
+              R"({"choices":[)",
+              R"({choices:[]})"}) {
             check_agrees(completions(), body);
             check_agrees(chat(), body);
         }
