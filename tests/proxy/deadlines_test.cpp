@@ -7,15 +7,32 @@
 namespace infergate {
 namespace {
 
-// A connected loopback pair: reads on `a` wait until `b` writes.
+// A connected loopback pair (reads on `a` wait until `b` writes) and deadlines ticking every 5 ms
+// on the same context.
 struct Pair {
     net::io_context io;
     Acceptor acceptor{io, tcp::endpoint(net::ip::address_v4::loopback(), 0)};
     Socket a{io};
     Socket b{io};
+    Deadlines deadlines;  // after io: its timer goes first
+    std::array<char, 16> buf{};
+    beast::error_code result = net::error::operation_aborted;
+    size_t got = 0;
+    bool done = false;
+
     Pair() {
         a.connect(acceptor.local_endpoint());
         acceptor.accept(b);
+        deadlines.start(io.get_executor(), std::chrono::milliseconds(5));
+    }
+    // A read on `a` that must complete within `limit`; its settled result lands in `result`.
+    void read_a(Deadline& d, std::chrono::milliseconds limit) {
+        d.arm(limit);
+        a.async_read_some(net::buffer(buf), [this, &d](beast::error_code ec, size_t n) {
+            result = d.settle(ec);
+            got = n;
+            done = true;
+        });
     }
 };
 
@@ -30,43 +47,25 @@ TEST_CASE("deadlines: the tick is an eighth of the shortest timeout, within 5..2
 
 TEST_CASE("deadlines: an overdue read is cancelled and settles as a timeout") {
     Pair p;
-    Deadlines deadlines;
-    deadlines.start(p.io.get_executor(), std::chrono::milliseconds(5));
-    Deadline d(deadlines, &p.a);
-    std::array<char, 16> buf;
-    beast::error_code result;
-    bool done = false;
+    Deadline d(p.deadlines, &p.a);
     const auto t0 = Deadline::clock::now();
-    d.arm(std::chrono::milliseconds(20));
-    p.a.async_read_some(net::buffer(buf), [&](beast::error_code ec, size_t) {
-        result = d.settle(ec);
-        done = true;
-    });
+    p.read_a(d, std::chrono::milliseconds(20));
     p.io.run();  // returns once the read completed and the ticker, finding nothing armed, stops
-    CHECK(done);
-    CHECK(result == beast::error::timeout);
+    CHECK(p.done);
+    CHECK(p.result == beast::error::timeout);
     CHECK(Deadline::clock::now() - t0 >= std::chrono::milliseconds(20));
 }
 
 TEST_CASE("deadlines: an operation that completes in time is not reported as a timeout") {
     Pair p;
-    Deadlines deadlines;
-    deadlines.start(p.io.get_executor(), std::chrono::milliseconds(5));
-    Deadline d(deadlines, &p.a);
-    std::array<char, 16> buf;
-    beast::error_code result = net::error::operation_aborted;
-    size_t got = 0;
-    d.arm(std::chrono::seconds(10));
-    p.a.async_read_some(net::buffer(buf), [&](beast::error_code ec, size_t n) {
-        result = d.settle(ec);
-        got = n;
-    });
+    Deadline d(p.deadlines, &p.a);
+    p.read_a(d, std::chrono::seconds(10));
     net::write(p.b, net::buffer("hello", 5));
     // The read completes first; the ticker then finds nothing armed and stops, so run() returns
     // without waiting for the 10 s deadline.
     p.io.run();
-    CHECK_FALSE(result);
-    CHECK(got == 5);
+    CHECK_FALSE(p.result);
+    CHECK(p.got == 5);
 }
 
 TEST_CASE("deadlines: only the overdue socket is cancelled; a disarmed one keeps waiting") {
@@ -77,10 +76,8 @@ TEST_CASE("deadlines: only the overdue socket is cancelled; a disarmed one keeps
     Socket s(p1.io);
     c.connect(acc.local_endpoint());
     acc.accept(s);
-    Deadlines deadlines;
-    deadlines.start(p1.io.get_executor(), std::chrono::milliseconds(5));
-    Deadline overdue(deadlines, &p1.a);
-    Deadline idle(deadlines, &c);
+    Deadline overdue(p1.deadlines, &p1.a);
+    Deadline idle(p1.deadlines, &c);
     std::array<char, 16> b1;
     std::array<char, 16> b2;
     beast::error_code r1;
