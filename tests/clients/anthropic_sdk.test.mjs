@@ -33,7 +33,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic, { APIError, BadRequestError } from '@anthropic-ai/sdk';
-import { collect, postJson, postRaw, startStack } from './harness.mjs';
+import { collect, nativeTextBeforeError, postJson, startStack } from './harness.mjs';
 
 const MODEL = 'Qwen/Qwen2.5-0.5B-Instruct';
 const EOS_AFTER = 20; // the emulator's model emits EOS after this many tokens
@@ -198,22 +198,10 @@ describe('@anthropic-ai/sdk through infergate (vLLM-style openai backend)', () =
       // gives the text before the error and the message.
       const headers = { 'X-Emulator-Fault': 'error_event' };
       const messages = [{ role: 'user', content: 'Tell me about the sea.' }];
-      const native = await postRaw(`${stack.emulator.base}/v1/chat/completions`,
-        { model: MODEL, messages, max_tokens: 10, stream: true }, headers);
-      assert.equal(native.status, 200, native.text);
-      let nativeText = '';
-      let message;
-      for (const m of native.text.matchAll(/^data: (.*)$/gm)) {
-        if (m[1] === '[DONE]') break;
-        const ev = JSON.parse(m[1]);
-        if (ev.error) {
-          message = ev.error.message;
-          break;
-        }
-        nativeText += ev.choices[0].delta.content ?? '';
-      }
-      assert.equal(typeof message, 'string', native.text);
-      assert.ok(nativeText.length > 0, 'the backend streams some text before its error');
+      const { text: nativeText, message } = await nativeTextBeforeError(
+        `${stack.emulator.base}/v1/chat/completions`,
+        { model: MODEL, messages, max_tokens: 10, stream: true }, headers,
+        { text: (ev, soFar) => soFar + (ev.choices[0].delta.content ?? '') });
       const check = (err) => {
         assert.ok(err instanceof APIError, `got ${err?.constructor?.name}: ${err}`);
         assert.equal(err.status, undefined, 'an in-stream error has no HTTP status');

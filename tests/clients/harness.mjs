@@ -6,6 +6,7 @@
 // Each process prints exactly one `listening on HOST:PORT` line on stdout once bound; that line
 // (not a fixed sleep) tells us the port. The proxy is ready when its GET /v1/models lists the
 // model (it probes the backend at start); that is polled against a deadline.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { dirname, resolve } from 'node:path';
@@ -140,6 +141,46 @@ export async function postRaw(url, body, headers = {}) {
     body: JSON.stringify(body),
   });
   return { status: res.status, text: await res.text(), headers: res.headers };
+}
+
+// The backend's own stream, asked directly with a fault header, up to its in-band error: the text
+// it streamed before the error and the error's message (the reference a client's view of the same
+// fault through the proxy is compared with). `text(ev, soFar)` is the text after event `ev` (a
+// delta adds to it; SGLang's cumulative text replaces it); `message(ev)` reads the error event.
+// SSE `data:` lines and NDJSON records alike.
+export async function nativeTextBeforeError(url, body, headers,
+  { text, message = (ev) => ev.error.message }) {
+  const native = await postRaw(url, body, headers);
+  assert.equal(native.status, 200, native.text);
+  let soFar = '';
+  let error;
+  for (const line of native.text.split('\n')) {
+    const data = line.replace(/^data: ?/, '').trim();
+    if (data === '' || data === '[DONE]') continue;
+    const ev = JSON.parse(data);
+    if (ev.error) {
+      error = message(ev);
+      break;
+    }
+    soFar = text(ev, soFar);
+  }
+  assert.equal(typeof error, 'string', native.text);
+  assert.ok(soFar.length > 0, 'the backend streams some text before its error');
+  return { text: soFar, message: error };
+}
+
+// The OpenAI SDK's view of a proxy 400 (`raw`: the same request posted with postJson) is that
+// body exactly: a BadRequestError with its message, type and param. For assert.rejects.
+export function sameBadRequest(raw, BadRequestError) {
+  return (err) => {
+    assert.ok(err instanceof BadRequestError, `got ${err?.constructor?.name}: ${err}`);
+    assert.equal(err.status, 400);
+    assert.equal(err.error.message, raw.body.error.message);
+    assert.equal(err.message, `400 ${raw.body.error.message}`);
+    assert.equal(err.type, raw.body.error.type);
+    assert.equal(err.param, raw.body.error.param);
+    return true;
+  };
 }
 
 // Every item of an async iterable (an SDK stream), in order.

@@ -33,7 +33,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HfInference } from '@huggingface/inference';
-import { postJson, postRaw, startStack } from './harness.mjs';
+import { nativeTextBeforeError, postJson, postRaw, startStack } from './harness.mjs';
 
 const MODEL = 'sglang-emu/Qwen2.5-0.5B-Instruct';
 const EOS_AFTER = 20; // the emulator's model emits EOS after this many tokens
@@ -208,22 +208,10 @@ describe('@huggingface/inference (TGI client) through infergate (SGLang backend)
       // send through its `fetch` option. SGLang's own stream gives the text and the message.
       const headers = { 'X-Emulator-Fault': 'error_event' };
       const inputs = 'Name the things you see';
-      const native = await postRaw(`${stack.emulator.base}/generate`,
-        { text: inputs, sampling_params: { max_new_tokens: 10 }, stream: true }, headers);
-      assert.equal(native.status, 200, native.text);
-      let nativeText = '';
-      let message;
-      for (const m of native.text.matchAll(/^data: (.*)$/gm)) {
-        if (m[1] === '[DONE]') break;
-        const ev = JSON.parse(m[1]);
-        if (ev.error) {
-          message = ev.error.message;
-          break;
-        }
-        nativeText = ev.text; // SGLang streams the cumulative text
-      }
-      assert.equal(typeof message, 'string', native.text);
-      assert.ok(nativeText.length > 0, 'the backend streams some text before its error');
+      const { text: nativeText, message } = await nativeTextBeforeError(
+        `${stack.emulator.base}/generate`,
+        { text: inputs, sampling_params: { max_new_tokens: 10 }, stream: true }, headers,
+        { text: (ev) => ev.text }); // SGLang streams the cumulative text
       const fetchWithFault = (url, init) =>
         fetch(url, { ...init, headers: { ...init.headers, ...headers } });
       const events = [];

@@ -25,7 +25,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ollama } from 'ollama';
-import { postJson, postRaw, startStack } from './harness.mjs';
+import { nativeTextBeforeError, postJson, startStack } from './harness.mjs';
 
 const MODEL = 'Qwen/Qwen2.5-0.5B-Instruct';
 const EOS_AFTER = 20; // the emulator's model emits EOS after this many tokens
@@ -199,22 +199,10 @@ describe('ollama-js through infergate (vLLM-style openai backend)', () => {
       // the message.
       const headers = { 'X-Emulator-Fault': 'error_event' };
       const messages = [{ role: 'user', content: 'Tell me about the sea.' }];
-      const native = await postRaw(`${stack.emulator.base}/v1/chat/completions`,
-        { model: MODEL, messages, max_tokens: 10, stream: true }, headers);
-      assert.equal(native.status, 200, native.text);
-      let nativeText = '';
-      let message;
-      for (const m of native.text.matchAll(/^data: (.*)$/gm)) {
-        if (m[1] === '[DONE]') break;
-        const ev = JSON.parse(m[1]);
-        if (ev.error) {
-          message = ev.error.message;
-          break;
-        }
-        nativeText += ev.choices[0].delta.content ?? '';
-      }
-      assert.equal(typeof message, 'string', native.text);
-      assert.ok(nativeText.length > 0, 'the backend streams some text before its error');
+      const { text: nativeText, message } = await nativeTextBeforeError(
+        `${stack.emulator.base}/v1/chat/completions`,
+        { model: MODEL, messages, max_tokens: 10, stream: true }, headers,
+        { text: (ev, soFar) => soFar + (ev.choices[0].delta.content ?? '') });
       const faulty = new Ollama({ host: stack.proxy.base, headers });
       const parts = [];
       await assert.rejects((async () => {

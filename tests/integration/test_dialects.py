@@ -166,6 +166,14 @@ class Front:
         tc.assertEqual(ctype(r), "application/json", r.headers)
         return r.json()
 
+    def string_error(self, tc, r: Response, status: int) -> str:
+        """An error body that is {"error": "<message>"} and nothing else (Ollama, vLLM's demo
+        server); returns the message."""
+        doc = self.json_error(tc, r, status)
+        tc.assertEqual(set(doc), {"error"}, doc)
+        tc.assertIsInstance(doc["error"], str)
+        return doc["error"]
+
 
 class SGLangFront(Front):
     name, path = "sglang", "/generate"
@@ -450,10 +458,7 @@ class VllmLegacyFront(Front):
         return Outcome(prev[len(inp.prompt):], None, None, None)
 
     def error(self, tc, r, status):
-        doc = self.json_error(tc, r, status)
-        tc.assertEqual(set(doc), {"error"}, doc)
-        tc.assertIsInstance(doc["error"], str)
-        return doc["error"]
+        return self.string_error(tc, r, status)
 
     def stream_error(self, tc, r):
         tc.assertEqual(r.status, 200, r.body[:500])
@@ -528,10 +533,7 @@ class OllamaGenerateFront(Front):
         return out
 
     def error(self, tc, r, status):
-        doc = self.json_error(tc, r, status)
-        tc.assertEqual(set(doc), {"error"}, doc)
-        tc.assertIsInstance(doc["error"], str)
-        return doc["error"]
+        return self.string_error(tc, r, status)
 
     def stream_error(self, tc, r):
         tc.assertEqual(r.status, 200, r.body[:500])
