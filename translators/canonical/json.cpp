@@ -79,7 +79,8 @@ std::optional<canonical::Error> parse(std::string_view body, Document& doc, std:
     }
     // Recursive parsing (faster than the iterative parser) is safe: the depth is bounded above.
     // In situ, on the document's own copy: strings are unescaped in place, not copied.
-    doc.ParseInsitu<rapidjson::kParseStopWhenDoneFlag>(doc.copy_text(body));
+    rapidjson::InsituStringStream in(doc.copy_text(body));
+    doc.ParseStream<rapidjson::kParseInsituFlag | rapidjson::kParseStopWhenDoneFlag>(in);
     if (doc.HasParseError()) {
         if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
             return canonical::bad_request("malformed JSON in " + std::string(what) +
@@ -90,16 +91,14 @@ std::optional<canonical::Error> parse(std::string_view body, Document& doc, std:
             std::to_string(doc.GetErrorOffset()) + ": " +
             rapidjson::GetParseError_En(doc.GetParseError()));
     }
-    // kParseStopWhenDoneFlag leaves trailing bytes unread; only whitespace may follow.
-    // (RapidJSON does not expose the end offset directly, so re-check with a strict parse only
-    // when something non-blank trails the last closing bracket.)
-    const auto last = body.find_last_not_of(" \t\r\n");
-    if (last != std::string_view::npos && (doc.IsObject() || doc.IsArray())) {
-        const char closer = doc.IsObject() ? '}' : ']';
-        if (body[last] != closer) {
-            return canonical::bad_request("malformed JSON in " + std::string(what) +
-                                          ": unexpected data after the end of the JSON value");
-        }
+    // kParseStopWhenDoneFlag stops after the value; only whitespace may follow it. The stream's
+    // read position is an offset into the original bytes (in-situ unescaping writes behind it),
+    // so a second value, or a NUL and anything after it, is seen here.
+    const size_t end = in.Tell();
+    if (end < body.size() && body.find_first_not_of(" \t\r\n", end) != std::string_view::npos) {
+        return canonical::bad_request("malformed JSON in " + std::string(what) + " at offset " +
+                                      std::to_string(end) +
+                                      ": unexpected data after the end of the JSON value");
     }
     return std::nullopt;
 }

@@ -51,6 +51,18 @@ TEST_CASE("json::parse: errors say where; trailing data and embedded NUL are ref
     CHECK(json::parse(R"({"a":1} x)", b));
     json::Document c;
     CHECK(json::parse(std::string_view("{\"a\":\"x\0y\"}", 11), c));
+    // A second value that ends like the first, and a NUL after the value with more behind it.
+    for (const std::string_view trailing :
+         {std::string_view(R"({"a":1} {"b":2})"), std::string_view(R"({"a":"\"}"} })"),
+          std::string_view("{\"a\":1}\0{}", 10), std::string_view(R"([1] [2])")}) {
+        CAPTURE(trailing);
+        json::Document t;
+        auto err = json::parse(trailing, t);
+        REQUIRE(err);
+        CHECK(err->message.find("unexpected data after the end") != std::string::npos);
+    }
+    json::Document spaced;
+    CHECK_FALSE(json::parse(" {\"a\" : \"\\u00e9\"}\r\n\t ", spaced));
     json::Document d;
     auto empty = json::parse("  ", d);
     REQUIRE(empty);
