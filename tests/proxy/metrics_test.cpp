@@ -178,9 +178,8 @@ void check_exposition(const std::string& text) {
 }
 
 std::string read_repo_file(const std::string& relative) {
-    // This file is tests/proxy/metrics_test.cpp; the repository root is two levels up.
-    const auto path =
-        std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / relative;
+    // The repository root, from CMake (__FILE__ may be relative: ccache's base_dir rewrites it).
+    const auto path = std::filesystem::path(INFERGATE_SOURCE_DIR) / relative;
     std::ifstream in(path);
     REQUIRE_MESSAGE(in.good(), "cannot read " << path);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
