@@ -90,7 +90,12 @@ struct ModelSse {
     bool overflowed = false;
 };
 
-ModelSse model_sse(std::string_view in, size_t limit) {
+std::string_view without_bom(std::string_view in) {
+    return in.starts_with("\xEF\xBB\xBF") ? in.substr(3) : in;
+}
+
+ModelSse model_sse(std::string_view in, size_t limit, bool comments) {
+    in = without_bom(in);
     ModelSse m;
     std::string name;
     std::string data;
@@ -113,7 +118,11 @@ ModelSse model_sse(std::string_view in, size_t limit) {
             name.clear();
             data.clear();
             has_data = false;
-        } else if (line[0] != ':') {
+        } else if (line[0] == ':') {
+            if (comments) {
+                m.events.push_back(SseEvent{"", std::string(line.substr(1)), true});
+            }
+        } else {
             size_t colon = 0;
             while (colon < line.size() && line[colon] != ':') {
                 ++colon;
@@ -153,7 +162,7 @@ bool same_events(const std::vector<SseEvent>& a, const std::vector<SseEvent>& b)
         return false;
     }
     for (size_t i = 0; i < a.size(); ++i) {
-        if (a[i].event != b[i].event || a[i].data != b[i].data) {
+        if (a[i].event != b[i].event || a[i].data != b[i].data || a[i].comment != b[i].comment) {
             return false;
         }
     }
@@ -166,6 +175,7 @@ struct ModelRecords {
 };
 
 ModelRecords model_records(std::string_view in, size_t limit) {
+    in = without_bom(in);
     ModelRecords m;
     size_t i = 0;
     while (i < in.size()) {
@@ -198,8 +208,8 @@ struct SseOutcome {
 };
 
 template <typename Feeder>
-SseOutcome run_sse(size_t max_buffer, Feeder&& feed_all) {
-    SseScanner scanner(max_buffer);
+SseOutcome run_sse(size_t max_buffer, bool comments, Feeder&& feed_all) {
+    SseScanner scanner(max_buffer, comments);
     SseOutcome r;
     feed_all([&](std::string_view piece) { scanner.feed(piece, r.events); });
     r.partial_before_finish = scanner.has_partial();
@@ -230,8 +240,9 @@ RecordOutcome run_records(size_t max_buffer, Feeder&& feed_all) {
 }
 
 void check_sse(std::string_view input, size_t max_buffer, Rng& rng) {
-    const auto once = run_sse(max_buffer, [&](auto feed) { feed(input); });
-    const ModelSse model = model_sse(input, max_buffer);
+    const bool comments = rng.below(2) == 1;
+    const auto once = run_sse(max_buffer, comments, [&](auto feed) { feed(input); });
+    const ModelSse model = model_sse(input, max_buffer, comments);
     require(once.overflowed == model.overflowed && same_events(once.events, model.events));
     for (const SseEvent& e : once.events) {
         // Line ends never leak into a field; an event name is a single line.
@@ -239,14 +250,14 @@ void check_sse(std::string_view input, size_t max_buffer, Rng& rng) {
         require(e.data.find('\r') == std::string::npos);
         require(e.data.size() <= max_buffer);
     }
-    const auto bytewise = run_sse(max_buffer, [&](auto feed) {
+    const auto bytewise = run_sse(max_buffer, comments, [&](auto feed) {
         for (size_t i = 0; i < input.size(); ++i) {
             feed(input.substr(i, 1));
         }
     });
     require(same(once, bytewise));
     const std::vector<size_t> cuts = random_cuts(input.size(), rng);
-    const auto chunked = run_sse(max_buffer, [&](auto feed) {
+    const auto chunked = run_sse(max_buffer, comments, [&](auto feed) {
         size_t at = 0;
         for (size_t len : cuts) {
             feed(input.substr(at, len));
@@ -309,8 +320,10 @@ void check_writer_round_trip(std::string_view input) {
     std::vector<std::string> out;
     records.feed(nd, out);
     require(!records.has_partial());
-    // Records drop blank lines and a trailing CR by design; only NUL-free payloads round-trip.
+    // Records drop blank lines, a trailing CR and a BOM at the start of the stream by design;
+    // only NUL-free payloads round-trip.
     if (json.find('\0') == std::string_view::npos && !json.empty() && json.back() != '\r' &&
+        !json.starts_with("\xEF\xBB\xBF") &&
         json.find_first_not_of(" \t\f\v") != std::string_view::npos) {
         require(out.size() == 1 && out[0] == json);
     }

@@ -1,7 +1,5 @@
 #include "proxy/exchange.hpp"
 
-#include <string.h>  // memmem
-
 #include <charconv>
 
 #include "proxy/exchange_detail.hpp"
@@ -13,41 +11,11 @@
 #include "translators/canonical/stop_trim.hpp"
 #include "translators/classify.hpp"
 #include "translators/framing/framing.hpp"
-#include "translators/ollama/codec.hpp"
+#include "translators/openai/passthrough.hpp"
 #include "translators/tgi/codec.hpp"
 #include "translators/vllm_legacy/codec.hpp"
 
 namespace infergate {
-
-namespace {
-
-// Replaces "model":"<from>" by "model":"<to>" in compact JSON (the alias on the way back).
-void replace_model(std::string& data, const std::string& from, const std::string& to) {
-    const std::string needle = "\"model\":\"" + from + "\"";
-    const size_t pos = data.find(needle);
-    if (pos != std::string::npos) {
-        data.replace(pos, needle.size(), "\"model\":\"" + to + "\"");
-    }
-}
-
-// Replaces the value of the first "id" key (the chunk id, first in every OpenAI chunk).
-void replace_id(std::string& data, const std::string& id) {
-    constexpr std::string_view kKey = "\"id\":\"";
-    const size_t start = data.find(kKey);
-    if (start == std::string::npos) {
-        return;
-    }
-    const size_t value = start + kKey.size();
-    size_t end = value;
-    while (end < data.size() && data[end] != '"') {
-        end += data[end] == '\\' ? 2 : 1;
-    }
-    if (end < data.size()) {
-        data.replace(value, end - value, id);
-    }
-}
-
-}  // namespace
 
 std::string_view to_string(Outcome o) {
     switch (o) {
@@ -314,64 +282,55 @@ std::vector<std::string> stops_left_in_text(const BackendInfo& info, const trans
     return req.sampling.stop;
 }
 
-bool is_ollama(canonical::Dialect d) {
-    return d == canonical::Dialect::ollama_generate || d == canonical::Dialect::ollama_chat;
-}
-
 }  // namespace
+
+canonical::Timing Exchange::measured_timing(bool content_now) const {
+    // What this exchange saw: prompt evaluation is the wait for the first token, evaluation the
+    // time from there to the last one (a whole answer shows only its total). load_duration: the
+    // model was loaded already, so it stays unset. `content_now`: content is going out now (it
+    // is not in first_content_ / last_content_ yet).
+    using std::chrono::duration_cast;
+    using std::chrono::nanoseconds;
+    const auto now = std::chrono::steady_clock::now();
+    std::optional<std::chrono::steady_clock::time_point> first = first_content_;
+    std::chrono::steady_clock::time_point last = last_content_;
+    if (content_now) {
+        first = first.value_or(now);
+        last = now;
+    }
+    canonical::Timing t;
+    t.created_unix_ns = unix_nanoseconds();
+    t.total_ns = duration_cast<nanoseconds>(now - received_).count();
+    if (first) {
+        t.prompt_eval_ns = duration_cast<nanoseconds>(*first - received_).count();
+        t.eval_ns = duration_cast<nanoseconds>(last - *first).count();
+    }
+    return t;
+}
 
 void Exchange::encode_client_stream_end(const translators::Codec& front,
                                         canonical::StreamState& enc, std::string& out) {
-    if (!is_ollama(front.dialect())) {
-        front.encode_stream_end(enc, out);
-        return;
-    }
-    // Ollama's final object: the durations as this exchange saw them. Prompt evaluation is the
-    // wait for the first token; evaluation is the time from there to the last one.
-    const auto now = std::chrono::steady_clock::now();
-    translators::ollama::Timing t;
-    t.created_unix_ns = unix_nanoseconds();
-    t.total_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - received_).count();
-    // load_duration: the model was loaded already (Ollama omits a zero duration).
-    if (first_content_) {
-        t.prompt_eval_ns =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(*first_content_ - received_)
-                .count();
-        t.eval_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(last_content_ -
-                                                                         *first_content_)
-                        .count();
-    }
-    translators::ollama::encode_stream_end(front, enc, t, out);
+    enc.timing = measured_timing();
+    front.encode_stream_end(enc, out);
 }
 
 void Exchange::encode_client_response(const translators::Codec& front,
-                                      const canonical::GenerationResult& result,
-                                      const canonical::GenerationRequest& req,
-                                      std::string& out) {
+                                      canonical::GenerationResult& result,
+                                      const canonical::GenerationRequest& req, std::string& out) {
+    result.timing = measured_timing();
     if (full_text_) {
         canonical::GenerationRequest with_prompt = req;
         with_prompt.echo = true;
         front.encode_response(result, with_prompt, out);
         return;
     }
-    if (!is_ollama(front.dialect())) {
-        front.encode_response(result, req, out);
-        return;
-    }
-    // A whole answer shows only its total: when the first token came is not visible here.
-    translators::ollama::Timing t;
-    t.created_unix_ns = unix_nanoseconds();
-    t.total_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::steady_clock::now() - received_)
-                     .count();
-    // load_duration: the model was loaded already (Ollama omits a zero duration).
-    translators::ollama::encode_response(front, result, req, t, out);
+    front.encode_response(result, req, out);
 }
 
 namespace {
 
 // The body to send upstream on the same-dialect fast path: the client's own bytes, with only the
-// model name changed when it must be.
+// model name changed when it must be (translators/openai/passthrough: right for any valid JSON).
 // `ask_usage`: an OpenAI stream whose client did not ask for usage gets
 // stream_options.include_usage all the same (the tokens are counted from it); the usage chunk
 // is taken out again before the client sees it.
@@ -383,105 +342,35 @@ std::string fast_path_body(std::string& client_body, const canonical::Generation
         (model == req.model && !ask_usage && !ask_running)) {
         return std::move(client_body);
     }
-    if (model == req.model && client_body.find("\"stream_options\"") == std::string::npos) {
-        // Only stream_options to add: splice it in after the opening brace instead of
-        // re-serializing the whole (prompt-sized) body.
-        const size_t brace = client_body.find('{');
-        if (brace != std::string::npos) {
-            std::string members = "\"stream_options\":{";
-            members += ask_usage ? "\"include_usage\":true" : "";
-            members += ask_usage && ask_running ? "," : "";
-            members += ask_running ? "\"continuous_usage_stats\":true" : "";
-            members += "}";
-            const size_t next = client_body.find_first_not_of(" \t\r\n", brace + 1);
-            if (next != std::string::npos && client_body[next] != '}') {
-                members += ",";
-            }
-            client_body.insert(brace + 1, members);
-            return std::move(client_body);
-        }
+    translators::openai::RequestEdits edits;
+    if (model != req.model) {
+        edits.model = model;
     }
-    json::Document doc;
-    if (json::parse(client_body, doc)) {
-        return std::move(client_body);
+    edits.include_usage = ask_usage;
+    edits.continuous_usage = ask_running;
+    std::string body;
+    body.reserve(client_body.size() + 96);
+    if (!translators::openai::edit_request(client_body, edits, body)) {
+        return std::move(client_body);  // it was decoded, so it is valid JSON: not reached
     }
-    // Sets stream_options.<key> = true, creating the object when it is missing or not one.
-    auto set_stream_option = [&doc](const char* key) {
-        auto& alloc = doc.GetAllocator();
-        auto options = doc.FindMember("stream_options");
-        if (options == doc.MemberEnd() || !options->value.IsObject()) {
-            doc.RemoveMember("stream_options");
-            doc.AddMember("stream_options", json::Value(rapidjson::kObjectType), alloc);
-            options = doc.FindMember("stream_options");
-        }
-        options->value.RemoveMember(key);
-        options->value.AddMember(rapidjson::StringRef(key), true, alloc);
-    };
-    if (ask_usage) {
-        set_stream_option("include_usage");
-    }
-    if (ask_running) {
-        set_stream_option("continuous_usage_stats");
-    }
-    auto it = doc.FindMember("model");
-    if (it != doc.MemberEnd()) {
-        it->value.SetString(model.data(), static_cast<rapidjson::SizeType>(model.size()),
-                            doc.GetAllocator());
-    } else {
-        doc.AddMember("model",
-                      json::Value(model.data(), static_cast<rapidjson::SizeType>(model.size()),
-                                  doc.GetAllocator()),
-                      doc.GetAllocator());
-    }
-    return json::to_string(doc);
+    return body;
 }
 
-// Removes the "usage" member from one compact chunk object (the running usage the proxy asked
-// for on the client's behalf). The chunk was already decoded, so it is valid JSON.
-void strip_usage_member(std::string& data) {
-    // The raw bytes "usage": can only be a key (a quote inside a JSON string is escaped), and in
-    // an OpenAI chunk only the top-level object has one: the first match is it. memmem is the
-    // fast search (string::rfind compares byte by byte).
-    constexpr std::string_view kKey = "\"usage\":";
-    const void* hit = ::memmem(data.data(), data.size(), kKey.data(), kKey.size());
-    if (hit == nullptr) {
-        return;
+// Whether the backend is known to accept stream_options in a streamed OpenAI-dialect request:
+// vLLM and SGLang (with continuous_usage_stats), the OpenAI layers of TGI and llama.cpp (llama.cpp
+// builds that predate it ignore unknown fields), and OpenAI's own API. Other OpenAI-compatible
+// servers may validate strictly and refuse a field they do not know: they are not sent it, and
+// the tokens are counted from what they report.
+bool accepts_stream_options(const BackendInfo& info, const config::Backend& backend) {
+    if (info.flavor != translators::Flavor::generic) {
+        return true;
     }
-    const size_t key = static_cast<size_t>(static_cast<const char*>(hit) - data.data());
-    size_t i = key + 8;
-    int depth = 0;
-    bool in_string = false;
-    for (; i < data.size(); ++i) {
-        const char c = data[i];
-        if (in_string) {
-            if (c == '\\') {
-                ++i;
-            } else if (c == '"') {
-                in_string = false;
-            }
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '{' || c == '[') {
-            ++depth;
-        } else if (c == '}' || c == ']') {
-            if (depth == 0) {
-                break;  // the end of the enclosing chunk object
-            }
-            if (--depth == 0) {
-                ++i;
-                break;
-            }
-        } else if (c == ',' && depth == 0) {
-            break;
-        }
+    if (info.dialect == config::BackendDialect::tgi ||
+        info.dialect == config::BackendDialect::llamacpp) {
+        return true;
     }
-    size_t start = key;
-    if (start > 0 && data[start - 1] == ',') {
-        --start;  // ,"usage":{...}
-    } else if (i < data.size() && data[i] == ',') {
-        ++i;  // "usage":{...},
-    }
-    data.erase(start, i - start);
+    const std::string& host = backend.url.host;
+    return host == "api.openai.com" || host.ends_with(".openai.azure.com");
 }
 
 void apply_to_result(const canonical::StreamEvent& ev, canonical::GenerationResult& result) {
@@ -528,7 +417,9 @@ Task<std::optional<bool>> Exchange::open_upstream(const translators::Codec& fron
         body = fast_path_body(request_.body(), req, model, ask_usage, ask_running);
     } else {
         auto encoded = back.encode_request(
-            req, translators::UpstreamOptions{model, worker_.backend().flavor, upstream_streams});
+            req, translators::UpstreamOptions{
+                     model, worker_.backend().flavor, upstream_streams,
+                     accepts_stream_options(worker_.backend(), worker_.pool().backend())});
         if (!encoded) {
             outcome_ = Outcome::rejected;
             co_return co_await send_error(front, encoded.error());
@@ -591,7 +482,16 @@ Task<bool> Exchange::relay_whole(const translators::Codec& front, const translat
             }
             note_usage(*checked);
             if (model != client_model(req)) {
-                replace_model(response, model, client_model(req));
+                // The name the client used, whatever the backend answers with (an alias, or a
+                // dated version of the model it was sent).
+                const std::string shown = client_model(req);
+                translators::openai::ResponseEdits edits;
+                edits.model = shown;
+                std::string edited;
+                edited.reserve(response.size() + shown.size());
+                if (translators::openai::edit_response(response, edits, edited)) {
+                    response = std::move(edited);
+                }
             }
             const std::string_view ctype = upstream_->parser->content_type();
             co_return co_await send(http::status::ok, std::move(response),
@@ -748,10 +648,41 @@ private:
         }
     }
     translators::Framing framing_;
-    framing::SseScanner sse_;
+    framing::SseScanner sse_{4 * 1024 * 1024, true};  // comments too: keep-alives go on
     framing::RecordScanner rec_;
     std::vector<std::string> records_;
 };
+
+}  // namespace
+
+namespace {
+
+// One backend event relayed on the same-dialect fast path: the terminator as the dialect writes
+// it, JSON with `edits` made (on one line: a payload that came over several `data:` lines goes
+// out on one, which naive line-based clients need), anything else as it came.
+void relay_event(std::string_view data, const translators::openai::ResponseEdits& edits,
+                 bool strip_usage, std::string& out) {
+    if (framing::is_done_sentinel(data)) {
+        out.append(framing::kSseDone);
+        return;
+    }
+    const bool multi_line = data.find('\n') != std::string_view::npos;
+    if (edits.model.empty() && edits.id.empty() && !strip_usage && !multi_line) {
+        framing::write_sse_data(data, out);
+        return;
+    }
+    translators::openai::ResponseEdits e = edits;
+    e.strip_usage = strip_usage;
+    e.one_line = true;
+    const size_t mark = out.size();
+    framing::begin_sse_data(out);
+    if (translators::openai::edit_response(data, e, out)) {
+        framing::end_sse_data(out);
+        return;
+    }
+    out.resize(mark);
+    framing::write_sse_data_lines(data, out);
+}
 
 }  // namespace
 
@@ -760,7 +691,10 @@ Task<bool> Exchange::relay_stream(const translators::Codec& front, const transla
     const std::string model = upstream_model(req);
     const std::string shown_model = client_model(req);
     const bool openai_fast_path = same_dialect && front.dialect() != canonical::Dialect::sglang;
-    const bool strip_usage = openai_fast_path && !req.include_usage;
+    // The usage chunk, asked for on the client's behalf where the backend is known to accept
+    // stream_options, and taken out again (a backend that sends one unasked is relayed as is).
+    const bool strip_usage = openai_fast_path && !req.include_usage &&
+                             accepts_stream_options(worker_.backend(), worker_.pool().backend());
     // Exact per-chunk token counts from servers that offer them (several tokens per chunk under
     // speculative decoding); removed again from every chunk if the client did not ask.
     const bool strip_running = openai_fast_path && !req.continuous_usage &&
@@ -800,6 +734,13 @@ Task<bool> Exchange::relay_stream(const translators::Codec& front, const transla
     // choices its own.
     const bool rewrite_ids = same_dialect && req.sampling.n > 1 &&
                              front.dialect() != canonical::Dialect::sglang;
+    translators::openai::ResponseEdits edits;  // what the fast path changes in every event
+    if (model != shown_model) {
+        edits.model = shown_model;  // the name the client used, whatever the backend answers
+    }
+    if (rewrite_ids) {
+        edits.id = enc.id;  // SGLang's OpenAI layer gives each of n choices its own id
+    }
     UpstreamSplitter splitter(back.framing());
     std::vector<framing::SseEvent> events;
     std::vector<canonical::StreamEvent> decoded;
@@ -829,6 +770,10 @@ Task<bool> Exchange::relay_stream(const translators::Codec& front, const transla
             content_tokens += tokens;
         }
         if (!same_dialect) {
+            if (d.finish) {
+                // A final event may carry durations (llama.cpp's timings): as of now.
+                enc.timing = measured_timing(!d.text.empty());
+            }
             front.encode_stream_event(d, enc, out);
         }
         return true;
@@ -864,6 +809,19 @@ Task<bool> Exchange::relay_stream(const translators::Codec& front, const transla
         content_tokens = 0;
         bool failed = false;
         for (auto& ev : events) {
+            if (ev.comment) {
+                // A keep-alive: on to the client in its own dialect's form, where it has one.
+                if (same_dialect) {
+                    framing::write_sse_comment(ev.data, out);
+                } else {
+                    canonical::StreamEvent keepalive;
+                    keepalive.type = canonical::StreamEvent::Type::keepalive;
+                    keepalive.text = std::move(ev.data);
+                    bool usage_only = false;
+                    take(keepalive, usage_only);
+                }
+                continue;
+            }
             // Decoded on the fast path too: the tokens are counted from it, and garbage or the
             // backend's own error becomes a well-formed in-band error instead of reaching the
             // client raw.
@@ -890,16 +848,7 @@ Task<bool> Exchange::relay_stream(const translators::Codec& front, const transla
                 break;
             }
             if (same_dialect && !(usage_only && strip_usage)) {
-                if (model != shown_model) {
-                    replace_model(ev.data, model, shown_model);
-                }
-                if (rewrite_ids) {
-                    replace_id(ev.data, enc.id);  // SGLang gives each choice its own id
-                }
-                if (strip_running && !usage_only) {
-                    strip_usage_member(ev.data);
-                }
-                framing::write_sse_data(ev.data, out);
+                relay_event(ev.data, edits, strip_running && !usage_only, out);
             }
         }
         if (message_complete && !failed && !done && legacy_back) {

@@ -87,13 +87,14 @@ private:
     // The client's encoder state for a translated stream.
     canonical::StreamState client_stream_state(const translators::Codec& front,
                                                const canonical::GenerationRequest& req);
-    // Appends the end of a translated stream (Ollama's final object carries measured durations).
+    // Appends the end of a translated stream, with what this exchange measured in its timing.
     void encode_client_stream_end(const translators::Codec& front, canonical::StreamState& enc,
                                   std::string& out);
-    // Encodes a whole answer in the client's dialect (Ollama's with measured durations).
+    // Encodes a whole answer in the client's dialect, with what this exchange measured.
     void encode_client_response(const translators::Codec& front,
-                                const canonical::GenerationResult& result,
+                                canonical::GenerationResult& result,
                                 const canonical::GenerationRequest& req, std::string& out);
+    canonical::Timing measured_timing(bool content_now = false) const;
 
     // ---- backend --------------------------------------------------------------------------
     // Sends the request and reads the response header. On failure returns false with the error

@@ -141,7 +141,8 @@ Task<bool> Exchange::health(bool generate) {
         finish_upstream(!ec);
     }
     if (status == 200) {
-        co_return co_await send(http::status::ok, {}, "text/plain");
+        // llama-server's answer; the other engines' clients read only the status.
+        co_return co_await send(http::status::ok, R"({"status":"ok"})");
     }
     outcome_ = Outcome::upstream_error;
     canonical::Error e;

@@ -30,6 +30,10 @@ struct UpstreamOptions {
     std::string model;        // the backend's served model name (empty: leave as is)
     Flavor flavor = Flavor::generic;
     bool stream = false;      // ask the upstream to stream (may differ from the client's wish)
+    // The backend is known to accept OpenAI's stream_options (vLLM, SGLang, TGI, llama.cpp,
+    // OpenAI itself): a streamed request asks it for usage. Strict OpenAI-compatible servers may
+    // refuse a field they do not know, so others are not sent it.
+    bool stream_usage = true;
 };
 
 // How a dialect frames a stream on the wire.

@@ -112,11 +112,12 @@ def dumps(obj: Any, style: str = "compact") -> str:
 
 def sse_bytes(payloads: Iterable[str], *, crlf: bool = False, space: bool = True,
               multiline: bool = False, comments: bool = False, event: str | None = None,
-              ids: bool = False, last_blank: bool = True) -> bytes:
+              ids: bool = False, retry: bool = False, last_blank: bool = True) -> bytes:
     """SSE events with the given `data` payloads, written in a chosen style: CRLF line ends,
     `data:` with or without its space, a payload that holds newlines split over several `data:`
     lines (`multiline`; always, since a raw newline cannot be in one data line), a `: ping`
-    comment before each event, an `event:` name and `id:` lines, and no blank line after the
+    comment before each event, an `event:` name, `id:` lines and a `retry:` line in the first
+    event, and no blank line after the
     last event (`last_blank=False`: the stream ends at EOF, as the spec allows)."""
     nl = "\r\n" if crlf else "\n"
     prefix = "data: " if space else "data:"
@@ -130,6 +131,8 @@ def sse_bytes(payloads: Iterable[str], *, crlf: bool = False, space: bool = True
             lines.append(f"event: {event}")
         if ids:
             lines.append(f"id: {i}")
+        if retry and i == 0:
+            lines.append("retry: 1000")
         lines.extend(prefix + part for part in (p.split("\n") if (multiline or "\n" in p) else [p]))
         text = nl.join(lines) + nl
         if last_blank or i + 1 < len(items):

@@ -68,6 +68,8 @@ def sse_blocks(tc: unittest.TestCase, raw: bytes,
     tc.assertTrue(text.endswith("\n\n"), f"stream does not end with a blank line: {text[-200:]!r}")
     out = []
     for block in text[:-2].split("\n\n"):
+        if all(line.startswith(":") for line in block.split("\n")):
+            continue  # a keep-alive comment (passed on from the backend): valid SSE, no event
         event, data = None, None
         for line in block.split("\n"):
             if line.startswith("event:"):

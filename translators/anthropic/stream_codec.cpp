@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "translators/anthropic/codec_impl.hpp"
+#include "translators/framing/framing.hpp"
 
 namespace infergate::translators::anthropic {
 
@@ -245,6 +246,11 @@ void AnthropicCodec::encode_stream_event(const StreamEvent& event, StreamState& 
         case StreamEvent::Type::error:
             encode_stream_error(event.error, state, out);
             break;
+        case StreamEvent::Type::keepalive:
+            // Anthropic's own keep-alive, after message_start as the API sends it.
+            ensure_start(state, {}, out);
+            framing::write_sse_event("ping", R"({"type": "ping"})", out);
+            break;
     }
 }
 
@@ -392,6 +398,11 @@ void AnthropicCodec::decode_stream_event(std::string_view data, StreamState& sta
     } else if (t == "message_stop") {
         StreamEvent ev;
         ev.type = StreamEvent::Type::done;
+        out.push_back(std::move(ev));
+    } else if (t == "ping") {
+        StreamEvent ev;
+        ev.type = StreamEvent::Type::keepalive;
+        ev.text = " ping";  // as an SSE comment: ": ping"
         out.push_back(std::move(ev));
     } else if (t == "error") {
         const json::Value* error = json::find(doc, "error");

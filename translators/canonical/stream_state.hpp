@@ -43,7 +43,12 @@ struct StreamState {
     // turn out to be the start of one, because text sent as a delta can never be taken back.
     std::vector<std::string> stop;
 
+    // SGLang: the backend streams each event's own text, not the text so far (it runs with
+    // --incremental-streaming-output). Found from the stream itself; unset until it is known.
+    std::optional<bool> delta_text;
+
     std::vector<ChoiceState> choices;
+    Timing timing;            // measured by the exchange, set before encode_stream_end
     Usage usage;              // aggregate usage as reported by the upstream, if it did
     bool usage_final = false; // `usage` came from the upstream's final report
     bool content_seen = false;  // a content-bearing chunk went out

@@ -187,12 +187,24 @@ struct Choice {
     std::string id;
 };
 
+// Wall-clock facts of one request as the proxy measured them (codecs are pure and cannot
+// measure time): for the dialects whose answers carry durations (Ollama's `*_duration`,
+// llama.cpp's `timings`). Absent where nothing was measured.
+struct Timing {
+    std::optional<int64_t> created_unix_ns;  // when the answer was made (a precise `created`)
+    std::optional<int64_t> total_ns;         // request received to the end of the answer
+    std::optional<int64_t> load_ns;          // model loading (never measured by a proxy)
+    std::optional<int64_t> prompt_eval_ns;   // request received to the first token
+    std::optional<int64_t> eval_ns;          // first token to last token
+};
+
 struct GenerationResult {
     std::string id;
     std::string model;
     int64_t created = 0;
     std::vector<Choice> choices;  // sorted by index
     Usage usage;                  // aggregate
+    Timing timing;                // set by the exchange before the client's encoder runs
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -206,7 +218,10 @@ struct GenerationResult {
 //   error: an in-band error; the stream ends after it.
 //   done:  the upstream's own terminator ([DONE], or the end of a dialect without one).
 struct StreamEvent {
-    enum class Type { chunk, usage, error, done };
+    // keepalive: the backend said it is still working (an SSE comment such as `: ping`, an
+    // Anthropic ping event); `text` holds the comment text. Passed on where the client's dialect
+    // has a form for it, so that nothing in between cuts a long prefill for silence.
+    enum class Type { chunk, usage, error, done, keepalive };
     Type type = Type::chunk;
     int index = 0;
     std::string text;

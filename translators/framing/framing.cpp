@@ -65,7 +65,40 @@ bool is_blank(std::string_view record) {
 // event whose joined data grows past max_buffer_. Stating it on the line rather than on "what is
 // pending right now" keeps the result independent of how the network split the bytes, which the
 // fuzzer checks.
+std::string_view BomSkipper::skip(std::string_view bytes, std::string_view& restored) {
+    static constexpr char kBom[] = "\xEF\xBB\xBF";
+    restored = {};
+    while (!done_ && !bytes.empty()) {
+        if (bytes.front() != kBom[matched_]) {
+            done_ = true;
+            restored = std::string_view(kBom, matched_);  // a prefix of a BOM, then not one
+            break;
+        }
+        bytes.remove_prefix(1);
+        if (++matched_ == 3) {
+            done_ = true;
+        }
+    }
+    return bytes;
+}
+
+std::string_view BomSkipper::finish() {
+    static constexpr char kBom[] = "\xEF\xBB\xBF";
+    const std::string_view held = done_ ? std::string_view() : std::string_view(kBom, matched_);
+    done_ = true;
+    return held;
+}
+
 void SseScanner::feed(std::string_view bytes, std::vector<SseEvent>& out) {
+    std::string_view restored;
+    bytes = bom_.skip(bytes, restored);
+    if (!restored.empty()) {
+        feed_lines(restored, out);
+    }
+    feed_lines(bytes, out);
+}
+
+void SseScanner::feed_lines(std::string_view bytes, std::vector<SseEvent>& out) {
     if (overflowed_ || bytes.empty()) {
         return;
     }
@@ -120,6 +153,7 @@ void SseScanner::feed(std::string_view bytes, std::vector<SseEvent>& out) {
 }
 
 void SseScanner::finish(std::vector<SseEvent>& out) {
+    feed_lines(bom_.finish(), out);
     if (overflowed_) {
         return;
     }
@@ -152,7 +186,12 @@ void SseScanner::take_line(std::string_view line, std::vector<SseEvent>& out) {
         return;
     }
     if (line.front() == ':') {
-        return;  // comment or keep-alive
+        if (report_comments_) {
+            SseEvent& c = out.emplace_back();
+            c.comment = true;
+            c.data.assign(line.substr(1));
+        }
+        return;  // comment or keep-alive: not part of the event
     }
     std::string_view field = line;
     std::string_view value;
@@ -215,6 +254,15 @@ void emit_record(std::string_view record, std::vector<std::string>& out) {
 
 // Same overflow rule as SseScanner: a record longer than max_buffer_, however it was split.
 void RecordScanner::feed(std::string_view bytes, std::vector<std::string>& out) {
+    std::string_view restored;
+    bytes = bom_.skip(bytes, restored);
+    if (!restored.empty()) {
+        feed_records(restored, out);
+    }
+    feed_records(bytes, out);
+}
+
+void RecordScanner::feed_records(std::string_view bytes, std::vector<std::string>& out) {
     if (overflowed_ || bytes.empty()) {
         return;
     }
@@ -252,6 +300,7 @@ void RecordScanner::feed(std::string_view bytes, std::vector<std::string>& out) 
 }
 
 void RecordScanner::finish(std::vector<std::string>& out) {
+    feed_records(bom_.finish(), out);
     if (overflowed_ || pending_.empty()) {
         return;
     }
@@ -272,6 +321,35 @@ void write_sse_data(std::string_view json, std::string& out) {
     begin_sse_data(out);
     out.append(json);
     end_sse_data(out);
+}
+
+void write_sse_data_lines(std::string_view data, std::string& out) {
+    for (;;) {
+        const size_t nl = data.find('\n');
+        out.append("data: ");
+        out.append(data.substr(0, nl));
+        out.push_back('\n');
+        if (nl == std::string_view::npos) {
+            break;
+        }
+        data.remove_prefix(nl + 1);
+    }
+    out.push_back('\n');
+}
+
+void write_sse_comment(std::string_view text, std::string& out) {
+    out.push_back(':');
+    out.append(text);
+    out.append("\n\n");
+}
+
+bool is_done_sentinel(std::string_view data) {
+    constexpr std::string_view kSpace = " \t\r\n";
+    const size_t first = data.find_first_not_of(kSpace);
+    if (first == std::string_view::npos) {
+        return false;
+    }
+    return data.substr(first, data.find_last_not_of(kSpace) + 1 - first) == "[DONE]";
 }
 
 void write_sse_event(std::string_view name, std::string_view json, std::string& out) {

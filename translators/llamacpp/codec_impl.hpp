@@ -55,6 +55,15 @@ StopInfo stop_info(const canonical::FinishReason& finish);
 std::optional<std::string> read_finish(const json::Value& obj, std::optional<int64_t> n_predict,
                                        canonical::FinishReason& out);
 
+// The `timings` object of a final llama.cpp object, every member a number as llama-server writes
+// them: cache_n (when known), prompt_n, prompt_ms, prompt_per_token_ms, prompt_per_second,
+// predicted_n, predicted_ms, predicted_per_token_ms, predicted_per_second. The durations are
+// what the exchange measured (`t`): the prompt is the wait for the first token, prediction the
+// time from there to the last one; a whole answer shows only its total, which counts as
+// prediction. A count or duration that is unknown or zero makes its rates 0, never null.
+void write_timings(json::Writer& w, std::optional<int64_t> cached, std::optional<int64_t> prompt,
+                   std::optional<int64_t> predicted, const canonical::Timing& t);
+
 // tokens_evaluated / tokens_predicted / timings.cache_n. Returns a message on a wrong type.
 std::optional<std::string> read_counts(const json::Value& obj, canonical::Usage& usage);
 

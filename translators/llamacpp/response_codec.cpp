@@ -38,7 +38,8 @@ std::string_view error_type(const Error& e) {
 }
 
 // One whole llama.cpp result object for `c`, with the counts `u`.
-void write_result(json::Writer& w, const Choice& c, const Usage& u, std::string_view model) {
+void write_result(json::Writer& w, const Choice& c, const Usage& u, std::string_view model,
+                  const canonical::Timing& timing) {
     w.StartObject();
     wire::key(w, "index");
     w.Int(c.index);
@@ -62,22 +63,7 @@ void write_result(json::Writer& w, const Choice& c, const Usage& u, std::string_
     wire::string(w, stop.stop_type);
     wire::key(w, "stopping_word");
     wire::string(w, stop.stopping_word);
-    wire::key(w, "timings");
-    w.StartObject();
-    // llama.cpp splits the prompt into reused (cache_n) and processed (prompt_n) tokens.
-    if (u.cached_tokens) {
-        wire::key(w, "cache_n");
-        w.Int64(*u.cached_tokens);
-    }
-    if (u.prompt_tokens) {
-        wire::key(w, "prompt_n");
-        w.Int64(*u.prompt_tokens - std::min(*u.prompt_tokens, u.cached_tokens.value_or(0)));
-    }
-    if (u.completion_tokens) {
-        wire::key(w, "predicted_n");
-        w.Int64(*u.completion_tokens);
-    }
-    w.EndObject();
+    wire::write_timings(w, u.cached_tokens, u.prompt_tokens, u.completion_tokens, timing);
     w.EndObject();
 }
 
@@ -118,6 +104,47 @@ std::optional<std::string> read_result(const json::Value& obj, const GenerationR
 }  // namespace
 
 namespace wire {
+
+void write_timings(json::Writer& w, std::optional<int64_t> cached, std::optional<int64_t> prompt,
+                   std::optional<int64_t> predicted, const canonical::Timing& t) {
+    // llama.cpp splits the prompt into reused (cache_n) and processed (prompt_n) tokens.
+    const int64_t prompt_n = prompt ? *prompt - std::min(*prompt, cached.value_or(0)) : 0;
+    const int64_t predicted_n = predicted.value_or(0);
+    const double prompt_ms = static_cast<double>(t.prompt_eval_ns.value_or(0)) / 1e6;
+    const double predicted_ms =
+        static_cast<double>(t.eval_ns ? *t.eval_ns
+                                      : (t.prompt_eval_ns ? 0 : t.total_ns.value_or(0))) /
+        1e6;
+    auto per_token_ms = [](double ms, int64_t n) {
+        return n > 0 ? ms / static_cast<double>(n) : 0.0;
+    };
+    auto per_second = [](double ms, int64_t n) {
+        return ms > 0 ? 1e3 / ms * static_cast<double>(n) : 0.0;
+    };
+    key(w, "timings");
+    w.StartObject();
+    if (cached) {
+        key(w, "cache_n");
+        w.Int64(*cached);
+    }
+    key(w, "prompt_n");
+    w.Int64(prompt_n);
+    key(w, "prompt_ms");
+    w.Double(prompt_ms);
+    key(w, "prompt_per_token_ms");
+    w.Double(per_token_ms(prompt_ms, prompt_n));
+    key(w, "prompt_per_second");
+    w.Double(per_second(prompt_ms, prompt_n));
+    key(w, "predicted_n");
+    w.Int64(predicted_n);
+    key(w, "predicted_ms");
+    w.Double(predicted_ms);
+    key(w, "predicted_per_token_ms");
+    w.Double(per_token_ms(predicted_ms, predicted_n));
+    key(w, "predicted_per_second");
+    w.Double(per_second(predicted_ms, predicted_n));
+    w.EndObject();
+}
 
 StopInfo stop_info(const canonical::FinishReason& finish) {
     switch (finish.kind) {
@@ -250,13 +277,13 @@ void LlamacppCodec::encode_response(const GenerationResult& result, const Genera
                 u.completion_tokens ? u.completion_tokens : result.usage.completion_tokens;
             u.cached_tokens = u.cached_tokens ? u.cached_tokens : result.usage.cached_tokens;
         }
-        write_result(w, c, u, result.model);
+        write_result(w, c, u, result.model, result.timing);
         if (!as_list) {
             break;
         }
     }
     if (result.choices.empty()) {
-        write_result(w, Choice{}, result.usage, result.model);
+        write_result(w, Choice{}, result.usage, result.model, result.timing);
     }
     if (as_list) {
         w.EndArray();

@@ -72,19 +72,7 @@ void write_final(const StreamState& s, size_t i, const FinishReason& finish, std
         wire::string(w, stop.stop_type);
         wire::key(w, "stopping_word");
         wire::string(w, stop.stopping_word);
-        wire::key(w, "timings");
-        w.StartObject();
-        if (c.cached_tokens) {
-            wire::key(w, "cache_n");
-            w.Int64(*c.cached_tokens);
-        }
-        if (c.prompt_tokens) {
-            wire::key(w, "prompt_n");
-            w.Int64(*c.prompt_tokens - std::min(*c.prompt_tokens, c.cached_tokens.value_or(0)));
-        }
-        wire::key(w, "predicted_n");
-        w.Int64(c.completion_tokens);
-        w.EndObject();
+        wire::write_timings(w, c.cached_tokens, c.prompt_tokens, c.completion_tokens, s.timing);
         w.EndObject();
     }
     framing::end_sse_data(out);
@@ -198,6 +186,9 @@ void LlamacppCodec::encode_stream_event(const StreamEvent& event, StreamState& s
         case StreamEvent::Type::usage: encode_usage(event, state, out); break;
         case StreamEvent::Type::done: break;  // encode_stream_end writes what is still due
         case StreamEvent::Type::error: encode_stream_error(event.error, state, out); break;
+        case StreamEvent::Type::keepalive:
+            framing::write_sse_comment(event.text, out);
+            break;
     }
 }
 

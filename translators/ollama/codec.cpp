@@ -26,14 +26,14 @@ public:
     }
     void encode_response(const GenerationResult& result, const GenerationRequest& req,
                          std::string& out) const override {
-        ollama::encode_response(result, req, Timing{}, out, api_);
+        ollama::encode_response(result, req, result.timing, out, api_);
     }
     void encode_stream_event(const StreamEvent& event, StreamState& state,
                              std::string& out) const override {
         ollama::encode_stream_event(event, state, out, api_);
     }
     void encode_stream_end(StreamState& state, std::string& out) const override {
-        ollama::encode_stream_end(state, Timing{}, out, api_);
+        ollama::encode_stream_end(state, state.timing, out, api_);
     }
     void encode_error(const Error& error, std::string& out) const override {
         ollama::encode_error(error, out);

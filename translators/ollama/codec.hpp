@@ -17,19 +17,13 @@ const Codec& chat_codec();
 
 // Wall-clock facts an Ollama client expects in the final object (`total_duration`,
 // `load_duration`, `prompt_eval_duration`, `eval_duration`, integer nanoseconds) and a precise
-// `created_at`. Codecs are pure, so they cannot measure time: the virtual Codec functions omit
-// every duration (Ollama itself omits zero-valued metrics, so clients accept their absence) and
-// write `created_at` from the whole-second `created` of the result / stream state. An exchange
-// that measured the request calls the overloads below instead, passing what it measured.
-struct Timing {
-    std::optional<int64_t> created_unix_ns;  // replaces `created` (seconds) in created_at
-    std::optional<int64_t> total_ns;
-    std::optional<int64_t> load_ns;
-    std::optional<int64_t> prompt_eval_ns;
-    std::optional<int64_t> eval_ns;
-};
+// `created_at`: what the exchange measured, from GenerationResult::timing and
+// StreamState::timing. Durations not measured are omitted (Ollama itself omits zero-valued
+// metrics, so clients accept their absence); without created_unix_ns, `created_at` comes from
+// the whole-second `created`.
+using Timing = canonical::Timing;
 
-// Client side with measured timing. `codec` must be generate_codec() or chat_codec().
+// Client side with explicit timing (tests). `codec` must be generate_codec() or chat_codec().
 void encode_response(const Codec& codec, const GenerationResult& result,
                      const GenerationRequest& req, const Timing& timing, std::string& out);
 void encode_stream_end(const Codec& codec, StreamState& state, const Timing& timing,

@@ -66,6 +66,8 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
             return;
         case StreamEvent::Type::done:
             return;  // the done:true line goes out at the end
+        case StreamEvent::Type::keepalive:
+            return;  // NDJSON has no line that is not a record (Ollama clients parse each one)
         case StreamEvent::Type::error:
             encode_stream_error(event.error, state, out);
             return;

@@ -193,20 +193,22 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
         }
     }
     if (options.stream) {
-        // Always ask for usage: metrics need the backend's own counts, and the client-side
-        // encoder drops the usage chunk again when the client did not ask for it. Never send
-        // stream_options without streaming: vLLM answers 400.
+        // Ask for usage where the backend accepts it: metrics need the backend's own counts, and
+        // the client-side encoder drops the usage chunk again when the client did not ask for
+        // it. Never send stream_options without streaming: vLLM answers 400.
         json::key(w, "stream");
         w.Bool(true);
-        json::key(w, "stream_options");
-        w.StartObject();
-        json::key(w, "include_usage");
-        w.Bool(true);
-        if (options.flavor != Flavor::generic) {
-            json::key(w, "continuous_usage_stats");
+        if (options.stream_usage) {
+            json::key(w, "stream_options");
+            w.StartObject();
+            json::key(w, "include_usage");
             w.Bool(true);
+            if (options.flavor != Flavor::generic) {
+                json::key(w, "continuous_usage_stats");
+                w.Bool(true);
+            }
+            w.EndObject();
         }
-        w.EndObject();
     }
     w.EndObject();
     return body;

@@ -132,6 +132,9 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
         case StreamEvent::Type::done:
             return;  // the terminator goes out in encode_stream_end, after the usage chunk
         case StreamEvent::Type::error: encode_stream_error(event.error, state, out); return;
+        case StreamEvent::Type::keepalive:
+            framing::write_sse_comment(event.text, out);
+            return;
         case StreamEvent::Type::chunk: break;
     }
     if (state.ended) {
@@ -221,7 +224,7 @@ void encode_stream_error(const Error& error, StreamState& state, std::string& ou
 void decode_stream_event(std::string_view data, StreamState& state, std::vector<StreamEvent>& out,
                          Api api) {
     const std::string_view payload = trim(data);
-    if (payload == "[DONE]") {
+    if (framing::is_done_sentinel(payload)) {
         out.emplace_back().type = StreamEvent::Type::done;
         return;
     }

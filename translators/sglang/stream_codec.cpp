@@ -2,8 +2,10 @@
 // CUMULATIVE, ended by `data: [DONE]` (api-dialects §4.6, §10.2). The canonical stream carries
 // deltas, so the client side re-accumulates and the upstream side diffs.
 
-#include "translators/framing/framing.hpp"
+#include <algorithm>
+
 #include "translators/canonical/stop_trim.hpp"
+#include "translators/framing/framing.hpp"
 #include "translators/sglang/codec_impl.hpp"
 #include "translators/sglang/wire.hpp"
 
@@ -195,6 +197,9 @@ void SglangCodec::encode_stream_event(const StreamEvent& event, StreamState& sta
         case StreamEvent::Type::usage: encode_usage(event, state, out); break;
         case StreamEvent::Type::done: break;  // encode_stream_end writes the terminator once
         case StreamEvent::Type::error: encode_stream_error(event.error, state, out); break;
+        case StreamEvent::Type::keepalive:
+            framing::write_sse_comment(event.text, out);
+            break;
     }
 }
 
@@ -224,12 +229,47 @@ void SglangCodec::encode_stream_error(const Error& error, StreamState& state,
 
 // ---- upstream side ---------------------------------------------------------------------------
 
+namespace {
+
+// Whether an SGLang stream carries each event's own text (--incremental-streaming-output) rather
+// than the text so far; nullopt while the events seen cannot tell. SGLang sends `output_ids` with
+// the text: this event's tokens only in that mode, fewer than meta_info.completion_tokens, and
+// all of them otherwise. Without output_ids, text that neither extends nor corrects the text so
+// far (a correction keeps most of it: a stop string trimmed off its end, a replacement
+// character made whole) is a delta.
+std::optional<bool> delta_text_evidence(const json::Value& doc, const json::Value* meta,
+                                        std::string_view so_far, std::string_view now) {
+    if (so_far.empty()) {
+        return std::nullopt;  // a first event reads the same either way
+    }
+    const json::Value* ids = json::find(doc, "output_ids");
+    const json::Value* count =
+        meta != nullptr && meta->IsObject() ? json::find(*meta, "completion_tokens") : nullptr;
+    if (ids != nullptr && ids->IsArray() && count != nullptr && count->IsInt64()) {
+        const auto have = static_cast<int64_t>(ids->Size());
+        if (have < count->GetInt64()) {
+            return true;
+        }
+        if (have > 1) {
+            return false;
+        }
+    }
+    if (now.starts_with(so_far) || so_far.starts_with(now)) {
+        return std::nullopt;
+    }
+    const size_t common = static_cast<size_t>(
+        std::mismatch(so_far.begin(), so_far.end(), now.begin(), now.end()).first - so_far.begin());
+    if (common * 2 < std::min(so_far.size(), now.size())) {
+        return true;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 void SglangCodec::decode_stream_event(std::string_view data, StreamState& state,
                                       std::vector<StreamEvent>& out) const {
-    while (!data.empty() && (data.back() == ' ' || data.back() == '\r' || data.back() == '\n')) {
-        data.remove_suffix(1);
-    }
-    if (data == "[DONE]") {
+    if (framing::is_done_sentinel(data)) {
         StreamEvent ev;
         ev.type = StreamEvent::Type::done;
         out.push_back(std::move(ev));
@@ -276,7 +316,13 @@ void SglangCodec::decode_stream_event(std::string_view data, StreamState& state,
     ev.index = static_cast<int>(index);
     ChoiceState& c = state.choice(ev.index);
     const std::string_view now(text->GetString(), text->GetStringLength());
-    if (now.size() >= c.text.size() && now.compare(0, c.text.size(), c.text) == 0) {
+    const json::Value* meta = json::find(doc, "meta_info");
+    if (!state.delta_text) {
+        state.delta_text = delta_text_evidence(doc, meta, c.text, now);
+    }
+    if (state.delta_text.value_or(false)) {
+        c.text.append(now);
+    } else if (now.size() >= c.text.size() && now.compare(0, c.text.size(), c.text) == 0) {
         c.text.append(now.substr(c.text.size()));
     } else {
         // A trimmed stop string or a detokenizer correction: what went out cannot be taken back
@@ -285,7 +331,6 @@ void SglangCodec::decode_stream_event(std::string_view data, StreamState& state,
         c.sent = now.size();
     }
 
-    const json::Value* meta = json::find(doc, "meta_info");
     if (meta != nullptr && meta->IsObject()) {
         if (auto message = wire::read_counts(*meta, ev.usage)) {
             out.push_back(error_event(wire::upstream_error(

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "translators/canonical/stop_trim.hpp"
+#include "translators/framing/framing.hpp"
 #include "translators/tgi/codec_impl.hpp"
 
 namespace infergate::translators::tgi {
@@ -265,6 +266,9 @@ void TgiCodec::encode_stream_event(const StreamEvent& event, StreamState& state,
         case StreamEvent::Type::usage: encode_usage(event, state, out); break;
         case StreamEvent::Type::done: flush_held(state, out); break;  // no usage will follow
         case StreamEvent::Type::error: encode_stream_error(event.error, state, out); break;
+        case StreamEvent::Type::keepalive:
+            framing::write_sse_comment(event.text, out);
+            break;
     }
 }
 

@@ -555,3 +555,94 @@ TEST_CASE("framing/writers: what the writers produce, the scanners read back") {
 }
 
 }  // namespace infergate::framing
+
+namespace infergate::framing {
+
+TEST_CASE("framing/sse: a UTF-8 BOM at the start is skipped, however the bytes are split") {
+    const std::string wire =
+        "\xEF\xBB\xBF"
+        "data: {\"a\":1}\n\ndata: [DONE]\n\n";
+    for (size_t step = 1; step <= wire.size(); ++step) {
+        CAPTURE(step);
+        const Events got = scan_in_steps(wire, step);
+        REQUIRE(got.size() == 2);
+        CHECK(got[0] == ev("", "{\"a\":1}"));
+        CHECK(got[1] == ev("", "[DONE]"));
+    }
+    // Only at the very start: later it is data, and a BOM prefix that is not one is kept.
+    CHECK(scan_once("data: \xEF\xBB\xBFx\n\n") == Events{ev("", "\xEF\xBB\xBFx")});
+    CHECK(scan_once("\xEF\xBBy: 1\ndata: z\n\n") == Events{ev("", "z")});
+    // A BOM prefix followed by something else: the bytes are put back in front of the line.
+    CHECK(scan_in_steps("\xEF\xBB"
+                        "data: q\n\n",
+                        1)
+              .empty());  // the field is "\xEF\xBBdata"
+    CHECK(scan_in_steps("\xEF"
+                        "\ndata: q\n\n",
+                        1) == Events{ev("", "q")});
+}
+
+TEST_CASE("framing/sse: comments are reported on request, in order, and never join an event") {
+    const std::string wire =
+        ": ping - 2025-01-01 00:00:00\r\n\r\ndata: {\"a\":\r\n:mid\r\ndata: 1}\r\n\r\n";
+    for (size_t step = 1; step <= wire.size(); ++step) {
+        CAPTURE(step);
+        SseScanner scanner(4096, true);
+        std::vector<SseEvent> out;
+        for (size_t i = 0; i < wire.size(); i += step) {
+            scanner.feed(std::string_view(wire).substr(i, step), out);
+        }
+        scanner.finish(out);
+        REQUIRE(out.size() == 3);
+        CHECK(out[0].comment);
+        CHECK(out[0].data == " ping - 2025-01-01 00:00:00");
+        CHECK(out[1].comment);
+        CHECK(out[1].data == "mid");
+        CHECK_FALSE(out[2].comment);
+        CHECK(out[2].data == "{\"a\":\n1}");
+    }
+    // Off by default: the same bytes give the one event.
+    CHECK(scan_once(wire) == Events{ev("", "{\"a\":\n1}")});
+}
+
+TEST_CASE("framing/sse: the [DONE] sentinel with any whitespace around it") {
+    for (const std::string_view d :
+         {"[DONE]", " [DONE]", "[DONE] ", "\t[DONE]\r\n", "  [DONE]  "}) {
+        CAPTURE(d);
+        CHECK(is_done_sentinel(d));
+    }
+    for (const std::string_view d : {"", " ", "[DONE", "[done]", "[DONE]x", "\"[DONE]\""}) {
+        CAPTURE(d);
+        CHECK_FALSE(is_done_sentinel(d));
+    }
+    // "data:  [DONE] " (two spaces, one trailing): the scanner strips one space, the rest is
+    // still the sentinel.
+    const Events got = scan_once("data:  [DONE] \n\n");
+    REQUIRE(got.size() == 1);
+    CHECK(is_done_sentinel(got[0].data));
+}
+
+TEST_CASE("framing/writers: a multi-line payload and a comment, read back") {
+    std::string out;
+    write_sse_data_lines("{\n  \"a\": 1\n}", out);
+    CHECK(out == "data: {\ndata:   \"a\": 1\ndata: }\n\n");
+    write_sse_comment(" ping", out);
+    CHECK(out.ends_with(": ping\n\n"));
+    SseScanner scanner(4096, true);
+    std::vector<SseEvent> events;
+    scanner.feed(out, events);
+    REQUIRE(events.size() == 2);
+    CHECK(events[0].data == "{\n  \"a\": 1\n}");
+    CHECK(events[1].comment);
+    CHECK(events[1].data == " ping");
+}
+
+TEST_CASE("framing/records: a BOM, CRLF and blank lines, split at every byte") {
+    const std::string wire = "\xEF\xBB\xBF{\"a\":1}\r\n\r\n\n{\"b\":2}\r\n";
+    for (size_t step = 1; step <= wire.size(); ++step) {
+        CAPTURE(step);
+        CHECK(records_in_steps(wire, step) == Records{"{\"a\":1}", "{\"b\":2}"});
+    }
+}
+
+}  // namespace infergate::framing

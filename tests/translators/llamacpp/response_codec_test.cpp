@@ -128,28 +128,31 @@ TEST_CASE("llamacpp encode_response: exact bytes") {
     c.finish.matched_text = "\n";
     r.choices.push_back(c);
     r.usage = {5, 2, 1};
-    CHECK(encode(r, request(Dialect::llamacpp)) ==
-          R"({"index":0,"content":"Paris","stop":true,"model":"m","tokens_predicted":2,)"
-          R"("tokens_evaluated":5,"stop_type":"word","stopping_word":"\n",)"
-          R"("timings":{"cache_n":1,"prompt_n":4,"predicted_n":2}})");
+    CHECK(
+        encode(r, request(Dialect::llamacpp)) ==
+        R"({"index":0,"content":"Paris","stop":true,"model":"m","tokens_predicted":2,)"
+        R"("tokens_evaluated":5,"stop_type":"word","stopping_word":"\n",)"
+        R"("timings":{"cache_n":1,"prompt_n":4,"prompt_ms":0.0,"prompt_per_token_ms":0.0,"prompt_per_second":0.0,"predicted_n":2,"predicted_ms":0.0,"predicted_per_token_ms":0.0,"predicted_per_second":0.0}})");
 
     // Unknown counts are left out, never invented; length is "limit".
     r.usage = {};
     r.choices[0].finish = {};
     r.choices[0].finish.kind = FinishKind::length;
-    CHECK(encode(r, request(Dialect::llamacpp)) ==
-          R"({"index":0,"content":"Paris","stop":true,"model":"m","stop_type":"limit",)"
-          R"("stopping_word":"","timings":{}})");
+    CHECK(
+        encode(r, request(Dialect::llamacpp)) ==
+        R"({"index":0,"content":"Paris","stop":true,"model":"m","stop_type":"limit",)"
+        R"("stopping_word":"","timings":{"prompt_n":0,"prompt_ms":0.0,"prompt_per_token_ms":0.0,"prompt_per_second":0.0,"predicted_n":0,"predicted_ms":0.0,"predicted_per_token_ms":0.0,"predicted_per_second":0.0}})");
 
     // A list prompt gets a list back, even with one element.
     GenerationRequest list = request(Dialect::llamacpp);
     list.prompt_is_list = true;
     r.choices[0].finish.kind = FinishKind::stop;
     r.choices[0].usage = {3, 1, std::nullopt};
-    CHECK(encode(r, list) ==
-          R"([{"index":0,"content":"Paris","stop":true,"model":"m","tokens_predicted":1,)"
-          R"("tokens_evaluated":3,"stop_type":"eos","stopping_word":"",)"
-          R"("timings":{"prompt_n":3,"predicted_n":1}}])");
+    CHECK(
+        encode(r, list) ==
+        R"([{"index":0,"content":"Paris","stop":true,"model":"m","tokens_predicted":1,)"
+        R"("tokens_evaluated":3,"stop_type":"eos","stopping_word":"",)"
+        R"("timings":{"prompt_n":3,"prompt_ms":0.0,"prompt_per_token_ms":0.0,"prompt_per_second":0.0,"predicted_n":1,"predicted_ms":0.0,"predicted_per_token_ms":0.0,"predicted_per_second":0.0}}])");
 }
 
 TEST_CASE("llamacpp: response round trips canonical -> llama.cpp -> canonical") {
@@ -225,4 +228,32 @@ TEST_CASE("llamacpp encode_error and decode_error") {
         CHECK(again == "{\"error\":{\"code\":" + std::to_string(c.status) + ",\"message\":\"" +
                            c.message + "\",\"type\":\"" + c.type + "\"}}");
     }
+}
+
+TEST_CASE("llamacpp encode: timings carry the durations the exchange measured, as numbers") {
+    GenerationResult r;
+    r.model = "m";
+    Choice c;
+    c.text = "Paris";
+    c.finish = infergate::canonical::FinishReason{FinishKind::length};
+    c.usage.prompt_tokens = 4;
+    c.usage.completion_tokens = 2;
+    r.choices.push_back(c);
+    r.usage = c.usage;
+    // A stream's view: 10 ms to the first token, 20 ms from there to the last.
+    r.timing.prompt_eval_ns = 10'000'000;
+    r.timing.eval_ns = 20'000'000;
+    r.timing.total_ns = 31'000'000;
+    const std::string body = encode(r, request(Dialect::llamacpp));
+    CHECK(body.find(R"("timings":{"prompt_n":4,"prompt_ms":10.0,"prompt_per_token_ms":2.5,)"
+                    R"("prompt_per_second":400.0,"predicted_n":2,"predicted_ms":20.0,)"
+                    R"("predicted_per_token_ms":10.0,"predicted_per_second":100.0}})") !=
+          std::string::npos);
+    // A whole answer shows only its total: it counts as prediction, the prompt's rates are 0.
+    r.timing.prompt_eval_ns.reset();
+    r.timing.eval_ns.reset();
+    const std::string whole = encode(r, request(Dialect::llamacpp));
+    CHECK(whole.find(R"("prompt_ms":0.0,"prompt_per_token_ms":0.0,"prompt_per_second":0.0,)"
+                     R"("predicted_n":2,"predicted_ms":31.0,)") != std::string::npos);
+    CHECK(whole.find("null") == std::string::npos);
 }

@@ -187,8 +187,10 @@ TEST_CASE("llamacpp encode_stream_event: exact bytes, no [DONE]") {
           "\"tokens_evaluated\":5}\n\n"
           "data: {\"index\":0,\"content\":\"\",\"stop\":true,\"model\":\"m\","
           "\"tokens_predicted\":2,\"tokens_evaluated\":5,\"stop_type\":\"word\","
-          "\"stopping_word\":\"\\n\",\"timings\":{\"cache_n\":3,\"prompt_n\":2,"
-          "\"predicted_n\":2}}\n\n");
+          "\"stopping_word\":\"\\n\",\"timings\":{\"cache_n\":3,"
+          "\"prompt_n\":2,\"prompt_ms\":0.0,\"prompt_per_token_ms\":0.0,\"prompt_per_second\":0.0,"
+          "\"predicted_n\":2,\"predicted_ms\":0.0,\"predicted_per_token_ms\":0.0,\"predicted_per_"
+          "second\":0.0}}\n\n");
     out.clear();
     StreamEvent done;
     done.type = Type::done;
@@ -215,7 +217,9 @@ TEST_CASE("llamacpp encode: a finish without counts waits for the usage event") 
     CHECK(out ==
           "data: {\"index\":0,\"content\":\"\",\"stop\":true,\"model\":\"\","
           "\"tokens_predicted\":7,\"tokens_evaluated\":4,\"stop_type\":\"limit\","
-          "\"stopping_word\":\"\",\"timings\":{\"prompt_n\":4,\"predicted_n\":7}}\n\n");
+          "\"stopping_word\":\"\",\"timings\":{\"prompt_n\":4,\"prompt_ms\":0.0,\"prompt_per_token_"
+          "ms\":0.0,\"prompt_per_second\":0.0,\"predicted_n\":7,\"predicted_ms\":0.0,\"predicted_"
+          "per_token_ms\":0.0,\"predicted_per_second\":0.0}}\n\n");
     out.clear();
     llama().encode_stream_end(s, out);
     CHECK(out.empty());
@@ -228,7 +232,9 @@ TEST_CASE("llamacpp encode_stream_end: every choice gets its stop:true event onc
           "data: {\"index\":0,\"content\":\"x\",\"stop\":false}\n\n"
           "data: {\"index\":0,\"content\":\"\",\"stop\":true,\"model\":\"\","
           "\"tokens_predicted\":1,\"stop_type\":\"none\",\"stopping_word\":\"\","
-          "\"timings\":{\"predicted_n\":1}}\n\n");
+          "\"timings\":{\"prompt_n\":0,\"prompt_ms\":0.0,\"prompt_per_token_ms\":0.0,\"prompt_per_"
+          "second\":0.0,\"predicted_n\":1,\"predicted_ms\":0.0,\"predicted_per_token_ms\":0.0,"
+          "\"predicted_per_second\":0.0}}\n\n");
     StreamState empty;
     CHECK(encode_all({}, empty).find("\"stop\":true") != std::string::npos);
     // A held finish is flushed at the end with the best count there is.

@@ -431,3 +431,55 @@ TEST_CASE("sglang decode_stream_event releases held text when the stream finishe
     CHECK(out[0].text == "a ");
     CHECK(out[1].text == "##");
 }
+
+TEST_CASE("sglang decode_stream_event: --incremental-streaming-output (each event's own text)") {
+    // output_ids holds this event's tokens only: fewer than completion_tokens says so, even
+    // when a delta happens to be a prefix of the text so far ("a" after "ab").
+    {
+        StreamState state;
+        std::vector<StreamEvent> out;
+        const char* stream[] = {
+            R"({"text": "ab", "output_ids": [1, 2], "meta_info": {"completion_tokens": 2}})",
+            R"({"text": "a", "output_ids": [3], "meta_info": {"completion_tokens": 3}})",
+            R"({"text": " world", "output_ids": [4], "meta_info": {"completion_tokens": 4,
+                "finish_reason": {"type": "length", "length": 4}}})",
+        };
+        for (const char* data : stream) {
+            sglang().decode_stream_event(data, state, out);
+        }
+        REQUIRE(out.size() == 3);
+        CHECK(out[0].text == "ab");
+        CHECK(out[1].text == "a");
+        CHECK(out[2].text == " world");
+        CHECK(state.delta_text == true);
+        CHECK(state.choices[0].text == "aba world");
+    }
+    // Without output_ids: text that neither extends nor corrects the text so far is a delta.
+    {
+        StreamState state;
+        std::vector<StreamEvent> out;
+        for (const char* data : {R"({"text": "Hello", "meta_info": {"completion_tokens": 1}})",
+                                 R"({"text": " there", "meta_info": {"completion_tokens": 2}})",
+                                 R"({"text": "Hel", "meta_info": {"completion_tokens": 3}})"}) {
+            sglang().decode_stream_event(data, state, out);
+        }
+        REQUIRE(out.size() == 3);
+        CHECK(out[1].text == " there");
+        CHECK(out[2].text == "Hel");  // once known, every event is a delta
+        CHECK(state.choices[0].text == "Hello thereHel");
+    }
+    // Cumulative output_ids (as many as completion_tokens) settle it the other way.
+    {
+        StreamState state;
+        std::vector<StreamEvent> out;
+        for (
+            const char* data :
+            {R"({"text": "Hi", "output_ids": [1, 2], "meta_info": {"completion_tokens": 2}})",
+             R"({"text": "Hi!", "output_ids": [1, 2, 3], "meta_info": {"completion_tokens": 3}})"}) {
+            sglang().decode_stream_event(data, state, out);
+        }
+        CHECK(state.delta_text == false);
+        REQUIRE(out.size() == 2);
+        CHECK(out[1].text == "!");
+    }
+}

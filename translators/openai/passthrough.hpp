@@ -1,0 +1,40 @@
+#pragma once
+// The same-dialect fast path's edits of OpenAI JSON: a client's request forwarded with its model
+// name and stream_options changed, a backend's answer (a whole response or one stream chunk)
+// forwarded with its model name, id or usage changed. Each edit is computed from member spans
+// found by a validating scan of the bytes (json::scan_object), so it is right for any valid JSON
+// (whitespace anywhere, any key order, escapes in keys and values), and everything it does not
+// touch keeps its bytes. Where a key repeats, the result reads as the edited document would to a
+// parser that keeps the last duplicate (Python's json, JavaScript's JSON.parse): every
+// occurrence of an edited key is edited.
+
+#include <string>
+#include <string_view>
+
+namespace infergate::translators::openai {
+
+struct ResponseEdits {
+    std::string_view model;    // non-empty: every top-level "model" string becomes this
+    std::string_view id;       // non-empty: every top-level "id" string becomes this
+    bool strip_usage = false;  // every top-level "usage" member goes
+    // The result on one line: raw CR and LF (whitespace between tokens, the only place valid
+    // JSON has them) become spaces, so that an SSE `data:` payload that came over several lines
+    // goes out as one.
+    bool one_line = false;
+};
+
+// Appends `data` with `edits` made to `out`. False, with nothing appended, when `data` is not
+// one valid JSON object (the `[DONE]` sentinel, say).
+bool edit_response(std::string_view data, const ResponseEdits& edits, std::string& out);
+
+struct RequestEdits {
+    std::string_view model;         // non-empty: the top-level "model" (added when absent)
+    bool include_usage = false;     // stream_options.include_usage = true
+    bool continuous_usage = false;  // stream_options.continuous_usage_stats = true (vLLM, SGLang)
+};
+
+// Appends the request `body` with `edits` made to `out`. False, with nothing appended, when the
+// body is not one valid JSON object.
+bool edit_request(std::string_view body, const RequestEdits& edits, std::string& out);
+
+}  // namespace infergate::translators::openai
