@@ -133,6 +133,16 @@ canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_vi
         e.message = where + " closed the connection before its response was complete";
     } else if (stale_connection(ec)) {
         e.message = where + " closed the connection while " + std::string(stage);
+    } else if (ec == UpstreamErrc::switching_protocols) {
+        e.message = where +
+                    " answered 101 Switching Protocols, but infergate asked for no "
+                    "protocol switch; is the URL that of an HTTP inference server?";
+    } else if (ec == UpstreamErrc::content_encoding) {
+        e.message = where + " sent its response with Content-Encoding: " +
+                    std::string(upstream_->parser->content_encoding()) +
+                    " although infergate asked for Accept-Encoding: identity; infergate reads "
+                    "and translates the body and cannot relay compressed bytes: turn off "
+                    "response compression on the backend (or the proxy in front of it)";
     } else if (ec.category() == net::error::get_ssl_category()) {
         e.message = "TLS with " + b.url.text() + " failed while " + std::string(stage) + ": " +
                     ec.message();
@@ -184,6 +194,8 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
         add_field(head, "anthropic-version", kAnthropicVersion);
     }
     add_field(head, "Accept", stream ? "text/event-stream" : "application/json");
+    // The body is read and translated here: it must come uncompressed (RFC 9110 §12.5.3).
+    add_field(head, "Accept-Encoding", "identity");
     if (verb == http::verb::post) {
         add_field(head, "Content-Type", "application/json");
         char length[24];
@@ -235,14 +247,17 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
         const auto sent = std::chrono::steady_clock::now();
         std::string_view stage = "sending the request";
         if (!wec) {
-            upstream_->parser.emplace();
-            upstream_->parser->header_limit(64 * 1024);
-            upstream_->parser->body_limit(boost::none);
             conn.arm(op_timeout(b.timeouts.first_byte_ms));
-            auto [rhec, hn] = co_await conn.visit([&](auto& s) {
-                return http::async_read_header(s, conn.buffer(), *upstream_->parser, use_nothrow);
-            });
-            const beast::error_code hec = conn.settle(rhec);
+            const auto setup = [](UpstreamResponseParser& p) {
+                p.header_limit(64 * 1024);
+                p.body_limit(boost::none);
+            };
+            beast::error_code hec = conn.settle(co_await conn.visit([&](auto& s) {
+                return read_final_head(s, conn.buffer(), upstream_->parser, setup);
+            }));
+            if (!hec && !upstream_->parser->content_encoding().empty()) {
+                hec = make_error_code(UpstreamErrc::content_encoding);
+            }
             if (!hec) {
                 ++conn.uses;
                 record_.upstream_first_byte_seconds =

@@ -110,6 +110,11 @@ void UpstreamPool::release(std::unique_ptr<UpstreamConnection> connection) {
     if (!connection || !connection->is_open()) {
         return;
     }
+    if (connection->buffer().size() != 0) {
+        // Bytes after the response it was read for: the connection is out of step.
+        connection->close();
+        return;
+    }
     if (static_cast<int>(idle_.size()) >= backend_.max_idle_connections) {
         connection->close();
         return;

@@ -60,7 +60,8 @@ public:
     // turned out closed: the others may be closed too, e.g. the backend restarted).
     Task<std::unique_ptr<UpstreamConnection>> acquire(beast::error_code& error, bool& reused,
                                                       bool fresh = false);
-    // Returns a connection whose response was read completely and that may be reused.
+    // Returns a connection whose response was read completely and that may be reused (one with
+    // bytes buffered beyond that response is closed instead).
     void release(std::unique_ptr<UpstreamConnection> connection);
 
     const config::Backend& backend() const { return backend_; }
