@@ -243,38 +243,55 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
         conn.arm(op_timeout(b.timeouts.idle_ms));
         auto [rwec, wn] =
             co_await conn.visit([&](auto& s) { return net::async_write(s, wire, use_nothrow); });
-        beast::error_code wec = conn.settle(rwec);
+        const beast::error_code wec = conn.settle(rwec);
+        if (wec) {
+            conn.close();
+            if (watch_ && watch_->client_gone) {
+                co_return false;
+            }
+            // The request did not all leave, so the backend cannot have acted on it: one try on
+            // a new connection when a pooled one turned out closed (between the pool's check
+            // and this write).
+            if (reused && attempt == 0 && stale_connection(wec)) {
+                continue;
+            }
+            error_ = upstream_failure(wec, "sending the request");
+            co_return false;
+        }
+        // From here on the backend may have the whole request and be working on it: whatever
+        // happens next, a POST is not sent again (a second generation, a second charge on a
+        // hosted API; RFC 9112 §9.3.1: a proxy must not retry a non-idempotent request by
+        // itself). A closed pooled connection must be caught before the write (UpstreamPool).
         const auto sent = std::chrono::steady_clock::now();
-        std::string_view stage = "sending the request";
-        if (!wec) {
-            conn.arm(op_timeout(b.timeouts.first_byte_ms));
-            const auto setup = [](UpstreamResponseParser& p) {
-                p.header_limit(64 * 1024);
-                p.body_limit(boost::none);
-            };
-            beast::error_code hec = conn.settle(co_await conn.visit([&](auto& s) {
-                return read_final_head(s, conn.buffer(), upstream_->parser, setup);
-            }));
-            if (!hec && !upstream_->parser->content_encoding().empty()) {
-                hec = make_error_code(UpstreamErrc::content_encoding);
-            }
-            if (!hec) {
-                ++conn.uses;
-                record_.upstream_first_byte_seconds =
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
-                co_return true;
-            }
-            wec = hec;
-            stage = "waiting for the response";
+        conn.arm(op_timeout(b.timeouts.first_byte_ms));
+        const auto setup = [](UpstreamResponseParser& p) {
+            p.header_limit(64 * 1024);
+            p.body_limit(boost::none);
+        };
+        beast::error_code hec = conn.settle(co_await conn.visit(
+            [&](auto& s) { return read_final_head(s, conn.buffer(), upstream_->parser, setup); }));
+        if (!hec && !upstream_->parser->content_encoding().empty()) {
+            hec = make_error_code(UpstreamErrc::content_encoding);
+        }
+        if (!hec) {
+            ++conn.uses;
+            record_.upstream_first_byte_seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+            co_return true;
         }
         conn.close();
         if (watch_ && watch_->client_gone) {
             co_return false;
         }
-        if (reused && attempt == 0 && stale_connection(wec)) {
-            continue;  // the backend closed an idle pooled connection: one fresh try
+        if (verb == http::verb::get && reused && attempt == 0 && stale_connection(hec)) {
+            continue;  // GET is idempotent (RFC 9110 §9.2.2): the info routes may try again
         }
-        error_ = upstream_failure(wec, stage);
+        error_ = upstream_failure(hec, "waiting for the response");
+        if (stale_connection(hec) && verb != http::verb::get) {
+            error_.message +=
+                "; the request was not retried because the backend may already "
+                "have processed it";
+        }
         co_return false;
     }
     co_return false;

@@ -207,6 +207,62 @@ class UpstreamInterimResponses(_Scripted, unittest.TestCase):
             self.assert_openai_error(r, 502, "101", "switching protocols")
 
 
+class NoDuplicateGeneration(_Scripted, unittest.TestCase):
+    """A request whose bytes all reached the backend may have been processed: never sent again."""
+
+    def test_backend_closes_after_reading_a_request_on_a_reused_connection(self):
+        for stream in (False, True):
+            with self.subTest(stream=stream):
+                calls = []
+
+                def handler(req):
+                    calls.append(req)
+                    if len(calls) == 2:
+                        return hang_up()
+                    return raw_reply(200, completion(answer_for(req)))
+                self.route(CMPL, handler)
+                before = self.backend.connections
+                r = post_json(self.port, CMPL, cmpl_body("first"))
+                self.assertEqual(r.status, 200, r.body[:300])
+                r = post_json(self.port, CMPL, cmpl_body("second", stream))
+                self.assert_openai_error(r, 502, "closed the connection", "not retried",
+                                         "may (already )?have processed")
+                self.assertEqual([c.json()["prompt"] for c in calls], ["first", "second"],
+                                 "the backend saw the request twice")
+                self.assertEqual(self.backend.connections - before, 1, "one connection, reused")
+                drop_connections(self.backend)
+
+    def test_pooled_connection_closed_by_the_backend_is_not_used(self):
+        # A server closes idle keep-alive connections; the proxy must see that before it writes
+        # (it may no longer retry after a failed read).
+        self.route(CMPL, lambda req: raw_reply(200, completion(answer_for(req))))
+        before = len(self.backend.requests_to(CMPL))
+        for i in range(3):
+            r = post_json(self.port, CMPL, cmpl_body(f"before {i}"))
+            self.assertEqual(r.status, 200, r.body[:300])
+            self.assertGreaterEqual(drop_connections(self.backend), 1)
+            r = post_json(self.port, CMPL, cmpl_body(f"after {i}"))
+            self.assertEqual(r.status, 200, r.body[:300])
+            self.assertEqual(r.json()["choices"][0]["text"], f"answer to after {i}")
+        self.assertEqual(len(self.backend.requests_to(CMPL)) - before, 6,
+                         "a request was sent twice")
+
+    def test_an_idempotent_get_is_tried_again(self):
+        # GET /health is safe to repeat (RFC 9110 §9.2.2): a reused connection that closes
+        # without an answer costs the client nothing.
+        calls = []
+
+        def handler(req):
+            calls.append(req)
+            return hang_up() if len(calls) == 2 else raw_reply(200, b"", "text/plain")
+        self.backend.route("GET", "/health", handler)
+        self.addCleanup(self.backend.route, "GET", "/health", raw_reply(200, b"", "text/plain"))
+        for _ in range(2):
+            r = request(self.port, "GET", "/health")
+            self.assertEqual(r.status, 200, r.body[:300])
+        self.assertEqual(len(calls), 3)
+
+
 class ContentEncoding(_Scripted, unittest.TestCase):
     """The proxy translates bytes it must read: it asks for identity and refuses anything else."""
 
