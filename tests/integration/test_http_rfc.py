@@ -364,5 +364,86 @@ class ResponseFraming(_Scripted, unittest.TestCase):
         self.assert_own_answers(stream=True)
 
 
+class ClientTransferEncoding(_Scripted, unittest.TestCase):
+    """RFC 9112 §6.1 and §6.3: a request body framed any other way than by a final `chunked` or
+    by Content-Length alone is refused, and the connection closed (request smuggling)."""
+
+    SMUGGLED = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    def send(self, headers: bytes, body: bytes, version: bytes = b"HTTP/1.1") -> bytes:
+        return raw(self.port, b"POST /v1/completions " + version + b"\r\nHost: x\r\n"
+                   b"Content-Type: application/json\r\n" + headers + b"\r\n" + body)
+
+    def assert_refused(self, data: bytes, status: int, *needles: str) -> dict:
+        self.assertEqual(http_responses(data), 1, f"more than one response: {data[:600]!r}")
+        head, _, body = data.partition(b"\r\n\r\n")
+        self.assertIn(f" {status} ".encode(), head.split(b"\r\n")[0], data[:300])
+        self.assertEqual(header_of(head, "Connection"), "close", head)
+        self.assertEqual(int(header_of(head, "Content-Length")), len(body))
+        r = Response(status, {"content-type": header_of(head, "Content-Type")}, body)
+        return self.assert_openai_error(r, status, *needles)
+
+    def test_not_chunked_last_is_a_400_and_a_close(self):
+        json_body = json.dumps(cmpl_body("smuggle")).encode()
+        for te in (b"identity", b"chunked, identity", b"gzip", b"x-unknown", b"chunked;q=1",
+                   b"chunked, chunked", b"chunked\r\nTransfer-Encoding: chunked"):
+            with self.subTest(te=te):
+                before = len(self.backend.requests)
+                data = self.send(b"Transfer-Encoding: " + te + b"\r\n",
+                                 f"{len(json_body):x}\r\n".encode() + json_body + b"\r\n0\r\n\r\n" +
+                                 self.SMUGGLED)
+                err = self.assert_refused(data, 400, "Transfer-Encoding", "chunked",
+                                          "Content-Length")
+                self.assertEqual(len(self.backend.requests), before, "the request went on")
+                self.assertNotIn("\n", err["message"])
+
+    def test_content_length_and_transfer_encoding_together(self):
+        json_body = json.dumps(cmpl_body("both")).encode()
+        chunked = f"{len(json_body):x}\r\n".encode() + json_body + b"\r\n0\r\n\r\n"
+        for headers in (b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n",
+                        b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
+                        b"Transfer-Encoding: identity\r\nContent-Length: " +
+                        str(len(json_body)).encode() + b"\r\n"):
+            with self.subTest(headers=headers):
+                before = len(self.backend.requests)
+                data = self.send(headers, chunked + self.SMUGGLED)
+                self.assert_refused(data, 400, "Transfer-Encoding", "Content-Length")
+                self.assertEqual(len(self.backend.requests), before, "the request went on")
+
+    def test_transfer_encoding_in_http10(self):
+        json_body = json.dumps(cmpl_body("old")).encode()
+        data = self.send(b"Transfer-Encoding: chunked\r\n",
+                         f"{len(json_body):x}\r\n".encode() + json_body + b"\r\n0\r\n\r\n",
+                         b"HTTP/1.0")
+        self.assert_refused(data, 400, "Transfer-Encoding", "HTTP/1.0", "Content-Length")
+
+    def test_other_codings_before_chunked_are_not_implemented(self):
+        data = self.send(b"Transfer-Encoding: gzip, chunked\r\n", b"0\r\n\r\n")
+        self.assert_refused(data, 501, "gzip", "Transfer-Encoding", "chunked")
+
+    def test_control_characters_in_the_message_are_escaped(self):
+        # The refused value is quoted in the message: a tab (legal in a field value) must be
+        # written as \t, or the body is not JSON (Python's json rejects raw control characters).
+        data = self.send(b"Transfer-Encoding: gzip\tfoo\r\n", b"")
+        err = self.assert_refused(data, 400, "Transfer-Encoding")
+        self.assertIn("gzip\tfoo", err["message"])
+        self.assertIn(b"gzip\\tfoo", data)
+
+    def test_chunked_with_extensions_and_trailers_still_works(self):
+        self.route(CMPL, lambda req: raw_reply(200, completion(answer_for(req))))
+        json_body = json.dumps(cmpl_body("chunked request")).encode()
+        half = len(json_body) // 2
+        body = (f"{half:x};a=b\r\n".encode() + json_body[:half] + b"\r\n" +
+                f"{len(json_body) - half:x}\r\n".encode() + json_body[half:] + b"\r\n" +
+                b"0\r\nX-Trailer: t\r\n\r\n")
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
+            sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Type: application/json\r\nTransfer-Encoding: Chunked\r\n\r\n" +
+                         body)
+            head, payload, _ = read_response(sock)
+        self.assertIn(b" 200 ", head.split(b"\r\n")[0], head)
+        self.assertEqual(json.loads(payload)["choices"][0]["text"], "answer to chunked request")
+
+
 if __name__ == "__main__":
     unittest.main()
