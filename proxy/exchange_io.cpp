@@ -384,19 +384,20 @@ void Exchange::append_response_head(unsigned status, std::string_view content_ty
 Task<bool> Exchange::send(http::status status, std::string body, std::string_view content_type) {
     status_ = static_cast<int>(status);
     const bool keep_alive = keep_alive_ && !worker_.stopping();
-    if (request_.method() == http::verb::head) {
-        body.clear();
-    }
     std::string head;
     head.reserve(256);
     append_response_head(status_, content_type, keep_alive, head);
     if (status_ >= 200 && status_ != 204 && status_ != 304) {
+        // For HEAD too: the length GET would have (RFC 9110 §8.6, §9.3.2), without the body.
         char length[24];
         const auto end = std::to_chars(length, length + sizeof length, body.size()).ptr;
         add_field(head, "Content-Length",
                   std::string_view(length, static_cast<size_t>(end - length)));
     }
     head += "\r\n";
+    if (request_.method() == http::verb::head) {
+        body.clear();
+    }
     bytes_out_ += body.size();
     WaitTimer wait{*this};
     const std::array<net::const_buffer, 2> wire{net::buffer(head), net::buffer(body)};

@@ -445,5 +445,41 @@ class ClientTransferEncoding(_Scripted, unittest.TestCase):
         self.assertEqual(json.loads(payload)["choices"][0]["text"], "answer to chunked request")
 
 
+class HeadRequests(_Scripted, unittest.TestCase):
+    """RFC 9110 §9.3.2: HEAD is GET without the content, with the headers GET would send."""
+
+    GET_ROUTES = ("/", "/health", "/v1/models", f"/v1/models/{MODEL}", "/get_model_info",
+                  "/get_server_info", "/api/tags", "/api/version", "/api/ps", "/info", "/props")
+
+    def test_head_has_gets_length_and_no_body(self):
+        for path in self.GET_ROUTES + ("/metrics",):
+            with self.subTest(path=path):
+                get = request(self.port, "GET", path)
+                self.assertEqual(get.status, 200, get.body[:300])
+                with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
+                    # HEAD then GET on one connection: a body after the HEAD answer would be
+                    # read as the start of the next response.
+                    sock.sendall(f"HEAD {path} HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                    head, _, rest = read_response(sock, head_only=True)
+                    head2, body2, _ = read_response(sock, rest)
+                self.assertIn(b" 200 ", head.split(b"\r\n")[0], head)
+                self.assertTrue(head2.startswith(b"HTTP/1.1 200 "), (head2 + body2)[:300])
+                length = header_of(head, "Content-Length")
+                self.assertIsNotNone(length, head)
+                if path != "/metrics":  # the metrics text changes with every request
+                    self.assertEqual(int(length), len(get.body), head)
+                    self.assertEqual(len(body2), len(get.body))
+
+    def test_head_is_allowed_wherever_get_is(self):
+        for path in self.GET_ROUTES + ("/metrics",):
+            with self.subTest(path=path):
+                r = request(self.port, "DELETE", path)
+                self.assert_openai_error(r, 405, "DELETE")
+                allow = [m.strip() for m in (r.header("allow") or "").split(",")]
+                self.assertIn("GET", allow)
+                self.assertIn("HEAD", allow)
+
+
 if __name__ == "__main__":
     unittest.main()
