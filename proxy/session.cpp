@@ -88,12 +88,14 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
         if (!ec) {
             idle_ = false;
             // Refuse an over-long body before reading it, and tell a client that waits for
-            // "100 Continue" to go on (curl does for bodies over 1 KiB).
+            // "100 Continue" to go on (curl does for bodies over 1 KiB). Never an HTTP/1.0
+            // one: it cannot parse a 1xx response (RFC 9110 §10.1.1, §15.2).
             const auto length = parser.content_length();
             if (length && *length > cfg.max_body_bytes) {
                 ec = http::error::body_limit;
             } else {
-                if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+                if (parser.get().version() >= 11 &&
+                    beast::iequals(parser.get()[http::field::expect], "100-continue")) {
                     http::response<http::empty_body> cont{http::status::continue_,
                                                           parser.get().version()};
                     auto [cec, cn] = co_await http::async_write(stream_, cont, use_nothrow);

@@ -481,5 +481,32 @@ class HeadRequests(_Scripted, unittest.TestCase):
                 self.assertIn("HEAD", allow)
 
 
+class Http10Continue(_Scripted, unittest.TestCase):
+    """RFC 9110 §10.1.1: a server must not send a 100 Continue to an HTTP/1.0 client."""
+
+    def test_no_100_continue_for_http10(self):
+        self.route(CMPL, lambda req: raw_reply(200, completion(answer_for(req))))
+        body = json.dumps(cmpl_body("old and expecting")).encode()
+        data = raw(self.port, b"POST /v1/completions HTTP/1.0\r\nHost: x\r\n"
+                   b"Content-Type: application/json\r\nExpect: 100-continue\r\n"
+                   b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        self.assertTrue(data.startswith(b"HTTP/1.0 200 "), data[:200])
+        self.assertEqual(http_responses(data), 1, data[:300])
+
+    def test_http11_still_gets_it(self):
+        self.route(CMPL, lambda req: raw_reply(200, completion(answer_for(req))))
+        body = json.dumps(cmpl_body("expecting")).encode()
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
+            sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Type: application/json\r\nExpect: 100-continue\r\n"
+                         b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+            interim, _, rest = read_response(sock, head_only=True)  # blocks until it comes
+            self.assertTrue(interim.startswith(b"HTTP/1.1 100 "), interim)
+            sock.sendall(body)
+            head, payload, _ = read_response(sock, rest)
+        self.assertTrue(head.startswith(b"HTTP/1.1 200 "), head)
+        self.assertEqual(json.loads(payload)["choices"][0]["text"], "answer to expecting")
+
+
 if __name__ == "__main__":
     unittest.main()
