@@ -24,6 +24,7 @@ constexpr std::string_view kAnthropicVersion = "2023-06-01";
 bool forwardable(http::field f) {
     switch (f) {
         case http::field::connection:
+        case http::field::proxy_connection:  // the pre-standard Connection some clients send
         case http::field::keep_alive:
         case http::field::proxy_authenticate:
         case http::field::proxy_authorization:
@@ -41,6 +42,33 @@ bool forwardable(http::field f) {
         default:
             return true;
     }
+}
+
+// Whether the client named header `name` in a Connection field: then it is for this hop only and
+// not forwarded (RFC 9110 §7.6.1; `Connection: close, X-Foo`).
+bool named_in_connection(const ClientRequest& request, std::string_view name) {
+    for (size_t i = 0; i < request.field_count(); ++i) {
+        const ClientRequest::Field f = request.field(i);
+        if (f.id != http::field::connection) {
+            continue;
+        }
+        std::string_view rest = f.value;
+        while (!rest.empty()) {
+            const size_t comma = rest.find(',');
+            std::string_view option = rest.substr(0, comma);
+            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+            while (!option.empty() && (option.front() == ' ' || option.front() == '\t')) {
+                option.remove_prefix(1);
+            }
+            while (!option.empty() && (option.back() == ' ' || option.back() == '\t')) {
+                option.remove_suffix(1);
+            }
+            if (beast::iequals(option, name)) {
+                return true;
+            }
+        }
+    }
+    return false;
 }
 
 // Header blocks are written straight into one string, sent with the body as one gather write:
@@ -165,9 +193,10 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
     head += target.empty() ? std::string_view("/") : std::string_view(target);
     head += " HTTP/1.1\r\n";
     bool has_anthropic_version = false;
+    const bool has_connection = !request_[http::field::connection].empty();
     for (size_t i = 0; i < request_.field_count(); ++i) {
         const ClientRequest::Field f = request_.field(i);
-        if (!forwardable(f.id)) {
+        if (!forwardable(f.id) || (has_connection && named_in_connection(request_, f.name))) {
             continue;
         }
         if (beast::iequals(f.name, "x-request-id") ||

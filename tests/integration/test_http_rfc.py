@@ -364,6 +364,26 @@ class ResponseFraming(_Scripted, unittest.TestCase):
         self.assert_own_answers(stream=True)
 
 
+class ConnectionNamedHeaders(_Scripted, unittest.TestCase):
+    """RFC 9110 §7.6.1: the headers a client names in Connection are for this hop only."""
+
+    def test_not_forwarded(self):
+        self.route(CMPL, lambda req: raw_reply(200, completion(answer_for(req))))
+        for connection in ("X-Hop, keep-alive", "close, x-hop", "X-HOP"):
+            with self.subTest(connection=connection):
+                r = post_json(self.port, CMPL, cmpl_body("hop"),
+                              {"Connection": connection, "X-Hop": "secret", "X-Kept": "yes",
+                               "Keep-Alive": "timeout=5", "Proxy-Connection": "keep-alive"})
+                self.assertEqual(r.status, 200, r.body[:300])
+                sent = self.backend.requests_to(CMPL)[-1]
+                names = {k.lower() for k, _ in sent.headers}
+                self.assertNotIn("x-hop", names)
+                self.assertNotIn("connection", names)
+                self.assertNotIn("keep-alive", names)
+                self.assertNotIn("proxy-connection", names)
+                self.assertEqual(sent.header("X-Kept"), "yes")
+
+
 class ClientTransferEncoding(_Scripted, unittest.TestCase):
     """RFC 9112 §6.1 and §6.3: a request body framed any other way than by a final `chunked` or
     by Content-Length alone is refused, and the connection closed (request smuggling)."""
