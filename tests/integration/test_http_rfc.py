@@ -199,6 +199,21 @@ class UpstreamInterimResponses(_Scripted, unittest.TestCase):
                     sse_reply(completion_chunks(answer_for(req)), interim=EARLY_HINTS), seed, 3))
                 self.assert_own_answers(stream=True, prompts=("c", "d"))
 
+    def test_the_backend_probe_skips_them_too(self):
+        # No dialect or model given: the proxy is ready only once its probe has read the real
+        # GET /v1/models answer behind a 100 and a 103.
+        backend = ScriptedBackend()
+        self.addCleanup(backend.stop)
+        backend.route("GET", "/v1/models", json_reply(
+            {"object": "list", "data": [{"id": "probed", "object": "model", "owned_by": "vllm"}]},
+            interim=CONTINUE + EARLY_HINTS))
+        proxy = Proxy(["--upstream", backend.url], model="probed")
+        self.addCleanup(proxy.cleanup_files)
+        self.addCleanup(proxy.stop)
+        info = request(proxy.port, "GET", "/get_server_info").json()
+        self.assertEqual(info["backend"]["dialect"], "openai", info)
+        self.assertIn("vllm", info["backend"]["detected"], info)
+
     def test_101_switching_protocols_is_a_502(self):
         self.route(CMPL, Reply(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                                b"Connection: Upgrade\r\n\r\n"))
