@@ -1,5 +1,6 @@
 #include "proxy/backend_probe.hpp"
 
+#include "proxy/upstream_parser.hpp"
 #include "translators/canonical/json.hpp"
 
 namespace infergate {
@@ -30,6 +31,7 @@ Task<Reply> get(UpstreamPool& pool, const std::string& path) {
         req.set("x-api-key", pool.backend().api_key);
     }
     req.set("anthropic-version", "2023-06-01");
+    req.set(http::field::accept_encoding, "identity");  // the body is parsed here
     // One 5 s budget for the request and the response.
     conn->deadline().arm(std::chrono::seconds(5));
     auto [wec, wn] = co_await conn->visit([&](auto& s) { return http::async_write(s, req, use_nothrow); });
@@ -37,18 +39,25 @@ Task<Reply> get(UpstreamPool& pool, const std::string& path) {
         reply.ec = conn->settle(wec);
         co_return reply;
     }
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(1024 * 1024);
-    auto [rec, rn] = co_await conn->visit(
-        [&](auto& s) { return http::async_read(s, conn->buffer(), parser, use_nothrow); });
+    // The head as every backend call reads it (interim 1xx responses skipped), then the body.
+    std::optional<http::response_parser<http::string_body>> parser;
+    auto rec = co_await conn->visit([&](auto& s) {
+        return read_final_head(s, conn->buffer(), parser,
+                               [](auto& p) { p.body_limit(1024 * 1024); });
+    });
+    if (!rec) {
+        auto [bec, bn] = co_await conn->visit(
+            [&](auto& s) { return http::async_read(s, conn->buffer(), *parser, use_nothrow); });
+        rec = bec;
+    }
     if (auto ec = conn->settle(rec)) {
         reply.ec = ec;
         co_return reply;
     }
-    reply.status = parser.get().result_int();
-    reply.server = std::string(parser.get()[http::field::server]);
-    reply.body = parser.get().body();
-    if (parser.keep_alive()) {
+    reply.status = parser->get().result_int();
+    reply.server = std::string(parser->get()[http::field::server]);
+    reply.body = parser->get().body();
+    if (parser->keep_alive()) {
         pool.release(std::move(conn));
     }
     co_return reply;

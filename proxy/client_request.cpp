@@ -1,8 +1,39 @@
 #include "proxy/client_request.hpp"
 
 #include <limits>
+#include <vector>
 
 namespace infergate {
+
+namespace {
+
+// A header value as quoted in a message: bounded, so that a huge header cannot make a huge answer.
+std::string quoted(std::string_view value) {
+    constexpr size_t kMax = 120;
+    return value.size() <= kMax ? std::string(value) : std::string(value.substr(0, kMax)) + "...";
+}
+
+std::string_view trim_ows(std::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) {
+        v.remove_prefix(1);
+    }
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) {
+        v.remove_suffix(1);
+    }
+    return v;
+}
+
+constexpr std::string_view kSendInstead =
+    "send the body with Content-Length, or with Transfer-Encoding: chunked alone";
+
+ClientRequestParser::Refusal both_framings() {
+    return {http::status::bad_request,
+            "the request has both Transfer-Encoding and Content-Length, which may disagree on "
+            "where its body ends (RFC 9112 §6.1); send only one: Content-Length with the body's "
+            "size, or Transfer-Encoding: chunked"};
+}
+
+}  // namespace
 
 std::string_view ClientRequest::operator[](std::string_view name) const {
     for (const Entry& e : entries_) {
@@ -58,6 +89,90 @@ void ClientRequestParser::on_field_impl(http::field id, beast::string_view name,
     e.value_size = static_cast<uint32_t>(value.size());
     text.append(value.data(), value.size());
     request_.entries_.push_back(e);
+    if (id == http::field::transfer_encoding) {
+        if (has_transfer_encoding_) {
+            transfer_encoding_ += ", ";  // field lines of a list combine (RFC 9110 §5.3)
+        }
+        has_transfer_encoding_ = true;
+        transfer_encoding_.append(value.data(), value.size());
+    } else if (id == http::field::content_length) {
+        content_length_ = true;
+    }
+}
+
+void ClientRequestParser::on_header_impl(beast::error_code& ec) {
+    if (!has_transfer_encoding_) {
+        return;  // Content-Length or no body: Beast has checked it (one value, digits only)
+    }
+    const std::string value = quoted(transfer_encoding_);
+    if (request_.version_ < 11) {
+        refusal_ = Refusal{http::status::bad_request,
+                           "Transfer-Encoding is not part of HTTP/1.0, so the body's framing "
+                           "cannot be trusted (RFC 9112 §6.1); send the body with "
+                           "Content-Length, or use HTTP/1.1"};
+    } else if (content_length_) {
+        refusal_ = both_framings();
+    } else {
+        // The codings, in the order they were applied; empty list elements do not count.
+        std::vector<std::string_view> codings;
+        std::string_view rest = transfer_encoding_;
+        while (!rest.empty()) {
+            const size_t comma = rest.find(',');
+            const std::string_view c = trim_ows(rest.substr(0, comma));
+            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+            if (!c.empty()) {
+                codings.push_back(c);
+            }
+        }
+        size_t chunked = 0;
+        for (const std::string_view c : codings) {
+            chunked += beast::iequals(c, "chunked") ? 1 : 0;
+        }
+        if (codings.empty() || !beast::iequals(codings.back(), "chunked")) {
+            refusal_ = Refusal{http::status::bad_request,
+                               "Transfer-Encoding: " + value +
+                                   " does not end with chunked, so the length of the request "
+                                   "body cannot be known (RFC 9112 §6.3); " +
+                                   std::string(kSendInstead)};
+        } else if (chunked > 1) {
+            refusal_ = Refusal{http::status::bad_request,
+                               "Transfer-Encoding: " + value +
+                                   " applies chunked more than once (RFC 9112 §7.1); " +
+                                   std::string(kSendInstead)};
+        } else if (codings.size() > 1) {
+            refusal_ = Refusal{http::status::not_implemented,
+                               "the transfer coding " + quoted(codings.front()) +
+                                   " is not supported (Transfer-Encoding: " + value +
+                                   "); send the body uncompressed, with Transfer-Encoding: "
+                                   "chunked alone or with Content-Length"};
+        }
+    }
+    if (refusal_) {
+        ec = http::error::bad_transfer_encoding;
+    }
+}
+
+std::optional<ClientRequestParser::Refusal> ClientRequestParser::framing_refusal(
+    beast::error_code ec) const {
+    if (refusal_) {
+        return refusal_;
+    }
+    // Beast's own refusals, which stop the parse before on_field_impl sees the field: a
+    // Transfer-Encoding after chunked, or Transfer-Encoding and Content-Length in either order.
+    if (ec == http::error::bad_transfer_encoding) {
+        if (content_length_) {
+            return both_framings();
+        }
+        return Refusal{http::status::bad_request,
+                       "Transfer-Encoding: " + quoted(transfer_encoding_) +
+                           " is followed by more Transfer-Encoding after chunked (RFC 9112 "
+                           "§6.3); " +
+                           std::string(kSendInstead)};
+    }
+    if (ec == http::error::bad_content_length && has_transfer_encoding_) {
+        return both_framings();
+    }
+    return std::nullopt;
 }
 
 void ClientRequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& content_length,

@@ -5,6 +5,7 @@
 // found by a linear scan (a request has a handful of headers, and the proxy asks for three).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,13 +65,25 @@ public:
     // The request, once parsed (its keep-alive as the parser judged it).
     ClientRequest release();
 
+    // A request whose body is framed other than by Content-Length alone or by `chunked` alone
+    // as its only transfer coding is refused before its body is read, and its connection closed:
+    // where two parsers could disagree on where the body ends (Beast took `Transfer-Encoding:
+    // identity` as "no body", then read the body as the next request), requests can be
+    // smuggled past whatever sits in front (RFC 9112 §6.1, §6.3, §11.2).
+    struct Refusal {
+        http::status status;  // 400, or 501 for a coding before `chunked` we cannot decode
+        std::string message;  // names the header and says what to send instead
+    };
+    // The refusal behind a parse error `ec`, or nullopt when `ec` is about something else.
+    std::optional<Refusal> framing_refusal(beast::error_code ec) const;
+
 private:
     void on_request_impl(http::verb method, beast::string_view method_string,
                          beast::string_view target, int version, beast::error_code&) override;
     void on_response_impl(int, beast::string_view, int, beast::error_code&) override {}
     void on_field_impl(http::field id, beast::string_view name, beast::string_view value,
                        beast::error_code& ec) override;
-    void on_header_impl(beast::error_code&) override {}
+    void on_header_impl(beast::error_code& ec) override;
     void on_body_init_impl(const boost::optional<std::uint64_t>& content_length,
                            beast::error_code& ec) override;
     size_t on_body_impl(beast::string_view body, beast::error_code&) override {
@@ -85,6 +98,10 @@ private:
     void on_finish_impl(beast::error_code&) override {}
 
     ClientRequest request_;
+    std::string transfer_encoding_;  // every Transfer-Encoding field line, joined by ", "
+    bool has_transfer_encoding_ = false;
+    bool content_length_ = false;
+    std::optional<Refusal> refusal_;
 };
 
 }  // namespace infergate

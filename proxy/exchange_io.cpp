@@ -24,6 +24,7 @@ constexpr std::string_view kAnthropicVersion = "2023-06-01";
 bool forwardable(http::field f) {
     switch (f) {
         case http::field::connection:
+        case http::field::proxy_connection:  // the pre-standard Connection some clients send
         case http::field::keep_alive:
         case http::field::proxy_authenticate:
         case http::field::proxy_authorization:
@@ -41,6 +42,33 @@ bool forwardable(http::field f) {
         default:
             return true;
     }
+}
+
+// Whether the client named header `name` in a Connection field: then it is for this hop only and
+// not forwarded (RFC 9110 §7.6.1; `Connection: close, X-Foo`).
+bool named_in_connection(const ClientRequest& request, std::string_view name) {
+    for (size_t i = 0; i < request.field_count(); ++i) {
+        const ClientRequest::Field f = request.field(i);
+        if (f.id != http::field::connection) {
+            continue;
+        }
+        std::string_view rest = f.value;
+        while (!rest.empty()) {
+            const size_t comma = rest.find(',');
+            std::string_view option = rest.substr(0, comma);
+            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+            while (!option.empty() && (option.front() == ' ' || option.front() == '\t')) {
+                option.remove_prefix(1);
+            }
+            while (!option.empty() && (option.back() == ' ' || option.back() == '\t')) {
+                option.remove_suffix(1);
+            }
+            if (beast::iequals(option, name)) {
+                return true;
+            }
+        }
+    }
+    return false;
 }
 
 // Header blocks are written straight into one string, sent with the body as one gather write:
@@ -133,6 +161,16 @@ canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_vi
         e.message = where + " closed the connection before its response was complete";
     } else if (stale_connection(ec)) {
         e.message = where + " closed the connection while " + std::string(stage);
+    } else if (ec == UpstreamErrc::switching_protocols) {
+        e.message = where +
+                    " answered 101 Switching Protocols, but infergate asked for no "
+                    "protocol switch; is the URL that of an HTTP inference server?";
+    } else if (ec == UpstreamErrc::content_encoding) {
+        e.message = where + " sent its response with Content-Encoding: " +
+                    std::string(upstream_->parser->content_encoding()) +
+                    " although infergate asked for Accept-Encoding: identity; infergate reads "
+                    "and translates the body and cannot relay compressed bytes: turn off "
+                    "response compression on the backend (or the proxy in front of it)";
     } else if (ec.category() == net::error::get_ssl_category()) {
         e.message = "TLS with " + b.url.text() + " failed while " + std::string(stage) + ": " +
                     ec.message();
@@ -155,9 +193,10 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
     head += target.empty() ? std::string_view("/") : std::string_view(target);
     head += " HTTP/1.1\r\n";
     bool has_anthropic_version = false;
+    const bool has_connection = !request_[http::field::connection].empty();
     for (size_t i = 0; i < request_.field_count(); ++i) {
         const ClientRequest::Field f = request_.field(i);
-        if (!forwardable(f.id)) {
+        if (!forwardable(f.id) || (has_connection && named_in_connection(request_, f.name))) {
             continue;
         }
         if (beast::iequals(f.name, "x-request-id") ||
@@ -184,6 +223,8 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
         add_field(head, "anthropic-version", kAnthropicVersion);
     }
     add_field(head, "Accept", stream ? "text/event-stream" : "application/json");
+    // The body is read and translated here: it must come uncompressed (RFC 9110 §12.5.3).
+    add_field(head, "Accept-Encoding", "identity");
     if (verb == http::verb::post) {
         add_field(head, "Content-Type", "application/json");
         char length[24];
@@ -231,35 +272,55 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
         conn.arm(op_timeout(b.timeouts.idle_ms));
         auto [rwec, wn] =
             co_await conn.visit([&](auto& s) { return net::async_write(s, wire, use_nothrow); });
-        beast::error_code wec = conn.settle(rwec);
-        const auto sent = std::chrono::steady_clock::now();
-        std::string_view stage = "sending the request";
-        if (!wec) {
-            upstream_->parser.emplace();
-            upstream_->parser->header_limit(64 * 1024);
-            upstream_->parser->body_limit(boost::none);
-            conn.arm(op_timeout(b.timeouts.first_byte_ms));
-            auto [rhec, hn] = co_await conn.visit([&](auto& s) {
-                return http::async_read_header(s, conn.buffer(), *upstream_->parser, use_nothrow);
-            });
-            const beast::error_code hec = conn.settle(rhec);
-            if (!hec) {
-                ++conn.uses;
-                record_.upstream_first_byte_seconds =
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
-                co_return true;
+        const beast::error_code wec = conn.settle(rwec);
+        if (wec) {
+            conn.close();
+            if (watch_ && watch_->client_gone) {
+                co_return false;
             }
-            wec = hec;
-            stage = "waiting for the response";
+            // The request did not all leave, so the backend cannot have acted on it: one try on
+            // a new connection when a pooled one turned out closed (between the pool's check
+            // and this write).
+            if (reused && attempt == 0 && stale_connection(wec)) {
+                continue;
+            }
+            error_ = upstream_failure(wec, "sending the request");
+            co_return false;
+        }
+        // From here on the backend may have the whole request and be working on it: whatever
+        // happens next, a POST is not sent again (a second generation, a second charge on a
+        // hosted API; RFC 9112 §9.3.1: a proxy must not retry a non-idempotent request by
+        // itself). A closed pooled connection must be caught before the write (UpstreamPool).
+        const auto sent = std::chrono::steady_clock::now();
+        conn.arm(op_timeout(b.timeouts.first_byte_ms));
+        const auto setup = [](UpstreamResponseParser& p) {
+            p.header_limit(64 * 1024);
+            p.body_limit(boost::none);
+        };
+        beast::error_code hec = conn.settle(co_await conn.visit(
+            [&](auto& s) { return read_final_head(s, conn.buffer(), upstream_->parser, setup); }));
+        if (!hec && !upstream_->parser->content_encoding().empty()) {
+            hec = make_error_code(UpstreamErrc::content_encoding);
+        }
+        if (!hec) {
+            ++conn.uses;
+            record_.upstream_first_byte_seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+            co_return true;
         }
         conn.close();
         if (watch_ && watch_->client_gone) {
             co_return false;
         }
-        if (reused && attempt == 0 && stale_connection(wec)) {
-            continue;  // the backend closed an idle pooled connection: one fresh try
+        if (verb == http::verb::get && reused && attempt == 0 && stale_connection(hec)) {
+            continue;  // GET is idempotent (RFC 9110 §9.2.2): the info routes may try again
         }
-        error_ = upstream_failure(wec, stage);
+        error_ = upstream_failure(hec, "waiting for the response");
+        if (stale_connection(hec) && verb != http::verb::get) {
+            error_.message +=
+                "; the request was not retried because the backend may already "
+                "have processed it";
+        }
         co_return false;
     }
     co_return false;
@@ -352,19 +413,20 @@ void Exchange::append_response_head(unsigned status, std::string_view content_ty
 Task<bool> Exchange::send(http::status status, std::string body, std::string_view content_type) {
     status_ = static_cast<int>(status);
     const bool keep_alive = keep_alive_ && !worker_.stopping();
-    if (request_.method() == http::verb::head) {
-        body.clear();
-    }
     std::string head;
     head.reserve(256);
     append_response_head(status_, content_type, keep_alive, head);
     if (status_ >= 200 && status_ != 204 && status_ != 304) {
+        // For HEAD too: the length GET would have (RFC 9110 §8.6, §9.3.2), without the body.
         char length[24];
         const auto end = std::to_chars(length, length + sizeof length, body.size()).ptr;
         add_field(head, "Content-Length",
                   std::string_view(length, static_cast<size_t>(end - length)));
     }
     head += "\r\n";
+    if (request_.method() == http::verb::head) {
+        body.clear();
+    }
     bytes_out_ += body.size();
     WaitTimer wait{*this};
     const std::array<net::const_buffer, 2> wire{net::buffer(head), net::buffer(body)};

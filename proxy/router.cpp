@@ -17,7 +17,8 @@ using canonical::Dialect;
 using K = Route::Kind;
 
 // Several servers share a path (SGLang, TGI and vLLM's demo server all have POST /generate);
-// those routes are told apart by the body (see classify_generate_body).
+// those routes are told apart by the body (see classify_generate_body). Every GET route takes
+// HEAD too (RFC 9110 §9.1: a general-purpose server must support both): the same answer's head.
 constexpr std::array kRoutes = {
     Entry{"/generate", "POST, PUT", K::generate_by_body},
     Entry{"/generate_stream", "POST", K::generate, Dialect::tgi},
@@ -29,18 +30,18 @@ constexpr std::array kRoutes = {
     Entry{"/api/chat", "POST", K::generate, Dialect::ollama_chat},
     Entry{"/completion", "POST", K::generate, Dialect::llamacpp},
     Entry{"/completions", "POST", K::generate, Dialect::llamacpp},
-    Entry{"/api/tags", "GET", K::ollama_tags},
-    Entry{"/api/version", "GET", K::ollama_version},
+    Entry{"/api/tags", "GET, HEAD", K::ollama_tags},
+    Entry{"/api/version", "GET, HEAD", K::ollama_version},
     Entry{"/api/show", "POST", K::ollama_show},
-    Entry{"/api/ps", "GET", K::ollama_ps},
-    Entry{"/info", "GET", K::tgi_info},
-    Entry{"/props", "GET", K::llamacpp_props},
-    Entry{"/v1/models", "GET", Route::Kind::models},
+    Entry{"/api/ps", "GET, HEAD", K::ollama_ps},
+    Entry{"/info", "GET, HEAD", K::tgi_info},
+    Entry{"/props", "GET, HEAD", K::llamacpp_props},
+    Entry{"/v1/models", "GET, HEAD", Route::Kind::models},
     Entry{"/health", "GET, HEAD", Route::Kind::health},
     Entry{"/health_generate", "GET, HEAD", Route::Kind::health_generate},
-    Entry{"/get_model_info", "GET", Route::Kind::model_info},
-    Entry{"/get_server_info", "GET", Route::Kind::server_info},
-    Entry{"/metrics", "GET", Route::Kind::metrics},
+    Entry{"/get_model_info", "GET, HEAD", Route::Kind::model_info},
+    Entry{"/get_server_info", "GET, HEAD", Route::Kind::server_info},
+    Entry{"/metrics", "GET, HEAD", Route::Kind::metrics},
 };
 
 bool method_listed(std::string_view methods, std::string_view method) {
@@ -86,9 +87,9 @@ Route match_route(std::string_view method, std::string_view target) {
     }
     constexpr std::string_view kModelPrefix = "/v1/models/";
     if (path.starts_with(kModelPrefix) && path.size() > kModelPrefix.size()) {
-        if (method != "GET") {
+        if (method != "GET" && method != "HEAD") {
             route.kind = Route::Kind::method_not_allowed;
-            route.allow = "GET";
+            route.allow = "GET, HEAD";
             return route;
         }
         route.kind = Route::Kind::model;

@@ -6,6 +6,7 @@
 #include "proxy/exchange.hpp"
 #include "proxy/log.hpp"
 #include "proxy/worker.hpp"
+#include "translators/codec.hpp"
 
 namespace infergate {
 
@@ -34,20 +35,16 @@ void Session::close_if_idle() {
 
 Task<void> Session::reject(http::status status, std::string message, unsigned version) {
     // The request could not even be parsed, so no dialect is known: answer in the OpenAI shape,
-    // which every JSON client can read.
+    // which every JSON client can read, written by the same codec as every other OpenAI error
+    // (a message may quote the client's bytes: control characters must be escaped).
+    canonical::Error e;
+    e.status = static_cast<int>(status);
+    e.message = std::move(message);
     http::response<http::string_body> res{status, version};
     res.set(http::field::server, "infergate");
     res.set(http::field::content_type, "application/json");
     res.set(http::field::connection, "close");
-    std::string body = R"({"error":{"message":")";
-    for (char c : message) {
-        if (c == '"' || c == '\\') {
-            body += '\\';
-        }
-        body += c;
-    }
-    body += R"(","type":"invalid_request_error","param":null,"code":null}})";
-    res.body() = std::move(body);
+    translators::codec_for(canonical::Dialect::openai_chat).encode_error(e, res.body());
     res.prepare_payload();
     deadline_.arm(std::chrono::seconds(5));
     co_await http::async_write(stream_, res, use_nothrow);
@@ -91,12 +88,14 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
         if (!ec) {
             idle_ = false;
             // Refuse an over-long body before reading it, and tell a client that waits for
-            // "100 Continue" to go on (curl does for bodies over 1 KiB).
+            // "100 Continue" to go on (curl does for bodies over 1 KiB). Never an HTTP/1.0
+            // one: it cannot parse a 1xx response (RFC 9110 §10.1.1, §15.2).
             const auto length = parser.content_length();
             if (length && *length > cfg.max_body_bytes) {
                 ec = http::error::body_limit;
             } else {
-                if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+                if (parser.get().version() >= 11 &&
+                    beast::iequals(parser.get()[http::field::expect], "100-continue")) {
                     http::response<http::empty_body> cont{http::status::continue_,
                                                           parser.get().version()};
                     auto [cec, cn] = co_await http::async_write(stream_, cont, use_nothrow);
@@ -117,7 +116,10 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
         idle_ = false;
         if (ec) {
             const unsigned version = parser.is_header_done() ? parser.get().version() : 11;
-            if (ec == http::error::body_limit) {
+            if (auto refusal = parser.framing_refusal(ec)) {
+                co_await reject(refusal->status, std::move(refusal->message), version);
+                co_await linger();  // its body was not read: the client may still be sending
+            } else if (ec == http::error::body_limit) {
                 co_await reject(http::status::payload_too_large,
                                 "request body is larger than the limit of " +
                                     std::to_string(cfg.max_body_bytes) +

@@ -5,12 +5,59 @@
 
 namespace infergate {
 
+namespace {
+
+// True when a Content-Encoding value lists only `identity` (or nothing): the body is plain.
+// Anything else, malformed lists included, is taken as a coding the proxy cannot read.
+bool identity_only(std::string_view value) {
+    while (!value.empty()) {
+        const size_t comma = value.find(',');
+        std::string_view coding = value.substr(0, comma);
+        value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+        while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) {
+            coding.remove_prefix(1);
+        }
+        while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
+            coding.remove_suffix(1);
+        }
+        if (!coding.empty() && !beast::iequals(coding, "identity")) {
+            return false;
+        }
+    }
+    return true;
+}
+
+class UpstreamCategory final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "infergate.upstream"; }
+    std::string message(int ev) const override {
+        switch (static_cast<UpstreamErrc>(ev)) {
+            case UpstreamErrc::switching_protocols:
+                return "the backend answered 101 Switching Protocols to a plain HTTP request";
+            case UpstreamErrc::content_encoding:
+                return "the backend sent a compressed body (Content-Encoding)";
+        }
+        return "upstream error";
+    }
+};
+
+}  // namespace
+
+const boost::system::error_category& upstream_category() {
+    static const UpstreamCategory category;
+    return category;
+}
+
 void UpstreamResponseParser::on_field_impl(http::field name, beast::string_view name_string,
                                            beast::string_view value, beast::error_code&) {
     // The first occurrence counts, as basic_fields::operator[] has it.
     if (name == http::field::content_type) {
         if (content_type_.empty()) {
             content_type_.assign(value);
+        }
+    } else if (name == http::field::content_encoding) {
+        if (content_encoding_.empty() && !identity_only({value.data(), value.size()})) {
+            content_encoding_.assign(value);
         }
     } else if (name == http::field::unknown && prompt_tokens_.empty() &&
                beast::iequals(name_string, "x-prompt-tokens")) {

@@ -1,6 +1,9 @@
 #include "proxy/upstream_pool.hpp"
 
 #include <openssl/ssl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 namespace infergate {
 
@@ -52,6 +55,24 @@ void UpstreamConnection::close() {
     }
 }
 
+namespace {
+
+// Whether an idle keep-alive connection can carry a request: the backend has neither closed it
+// (recv sees EOF), reset it (an error) nor written anything since its last response (stray
+// bytes: out of step, or a TLS alert before a close). Servers close idle connections after a few
+// seconds (uvicorn: 5 s) and a restarted backend has closed them all. A request sent on such a
+// connection would fail after its write, when it may no longer be retried (the backend may have
+// acted on it), so every reuse is checked, however briefly the connection was idle: one
+// non-blocking recv. ioctl(FIONREAD) cannot tell: it says 0 bytes both for an open connection and
+// for one the backend closed.
+bool quiet(UpstreamConnection& c) {
+    char byte = 0;
+    const ssize_t r = ::recv(c.tcp().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+}  // namespace
+
 UpstreamPool::UpstreamPool(Executor executor, Deadlines& deadlines, const config::Backend& backend,
                            net::ssl::context* tls)
     : executor_(executor),
@@ -63,28 +84,14 @@ UpstreamPool::UpstreamPool(Executor executor, Deadlines& deadlines, const config
 Task<std::unique_ptr<UpstreamConnection>> UpstreamPool::acquire(beast::error_code& error,
                                                                 bool& reused, bool fresh) {
     error = {};
-    const auto now = std::chrono::steady_clock::now();
     while (!fresh && !idle_.empty()) {
         std::unique_ptr<UpstreamConnection> c = std::move(idle_.back());
         idle_.pop_back();
-        if (!c->is_open()) {
-            continue;
-        }
-        // A backend may have closed an idle connection; a readable idle socket means EOF (or
-        // stray bytes), so it is not reused. Servers close idle keep-alive connections after
-        // seconds (uvicorn: 5 s), so one back in the pool for less than a second is taken
-        // without the ioctl (under load that is every one); the rare close in between fails
-        // before any response byte and is retried once on a fresh connection.
-        if (now - c->idle_since < std::chrono::seconds(1)) {
+        if (c->is_open() && quiet(*c)) {
             reused = true;
             co_return c;
         }
-        beast::error_code ec;
-        const size_t available = c->tcp().socket().available(ec);
-        if (!ec && available == 0) {
-            reused = true;
-            co_return c;
-        }
+        c->close();
     }
     reused = false;
     if (!endpoints_) {
@@ -110,12 +117,16 @@ void UpstreamPool::release(std::unique_ptr<UpstreamConnection> connection) {
     if (!connection || !connection->is_open()) {
         return;
     }
+    if (connection->buffer().size() != 0) {
+        // Bytes after the response it was read for: the connection is out of step.
+        connection->close();
+        return;
+    }
     if (static_cast<int>(idle_.size()) >= backend_.max_idle_connections) {
         connection->close();
         return;
     }
     connection->deadline().disarm();
-    connection->idle_since = std::chrono::steady_clock::now();
     idle_.push_back(std::move(connection));
 }
 

@@ -40,7 +40,6 @@ public:
 
     beast::flat_buffer& buffer() { return buffer_; }
     int uses = 0;  // requests sent over this connection
-    std::chrono::steady_clock::time_point idle_since;  // when it went back to the pool
 
 private:
     std::optional<Stream> tcp_;
@@ -54,13 +53,14 @@ public:
     UpstreamPool(Executor executor, Deadlines& deadlines, const config::Backend& backend,
                  net::ssl::context* tls);
 
-    // An idle keep-alive connection, or a new one. `error` is set when connecting failed
-    // (refused, unresolvable, timed out).
+    // An idle keep-alive connection the backend has not closed, or a new one. `error` is set
+    // when connecting failed (refused, unresolvable, timed out).
     // `fresh`: a new connection even when idle ones are pooled (the retry after a pooled one
-    // turned out closed: the others may be closed too, e.g. the backend restarted).
+    // turned out closed during the write: the others may be closing too).
     Task<std::unique_ptr<UpstreamConnection>> acquire(beast::error_code& error, bool& reused,
                                                       bool fresh = false);
-    // Returns a connection whose response was read completely and that may be reused.
+    // Returns a connection whose response was read completely and that may be reused (one with
+    // bytes buffered beyond that response is closed instead).
     void release(std::unique_ptr<UpstreamConnection> connection);
 
     const config::Backend& backend() const { return backend_; }

@@ -268,3 +268,31 @@ class ScriptedBackend:
                 conn.close()
             except OSError:
                 pass
+
+
+# ---- added for tests/integration/test_http_rfc.py -------------------------------------------
+
+def in_pieces(reply: Reply, seed: int = 0, max_piece: int = 7) -> Reply:
+    """The same reply with its whole bytes (the head too, not only the body) cut into random
+    small writes: a response head split at any byte."""
+    wire = reply.head + b"".join(reply.pieces)
+    return Reply(b"", split_random(wire, seed, max_piece), reply.close)
+
+
+def hang_up() -> Reply:
+    """No answer at all: the backend reads the whole request, then closes the connection."""
+    return Reply(b"", [], close=True)
+
+
+def drop_connections(backend: ScriptedBackend) -> int:
+    """Closes every connection `backend` holds open, as a server closes idle keep-alive
+    connections (or a restarted one has lost them); it keeps listening. Returns how many."""
+    with backend._lock:
+        conns, backend._conns = backend._conns, []
+    for c in conns:
+        try:
+            c.shutdown(socket.SHUT_RDWR)
+            c.close()
+        except OSError:
+            pass
+    return len(conns)

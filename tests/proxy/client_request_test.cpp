@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <string>
 
 namespace infergate {
@@ -21,6 +22,23 @@ ClientRequest parse(std::string_view wire) {
     }
     REQUIRE(p.is_done());
     return p.release();
+}
+
+// Parses a request head; returns the refusal of its framing (nullopt: accepted).
+std::optional<ClientRequestParser::Refusal> refusal(std::string_view head_fields,
+                                                    std::string_view version = "HTTP/1.1") {
+    ClientRequestParser p;
+    const std::string wire = "POST /v1/completions " + std::string(version) + "\r\nHost: h\r\n" +
+                             std::string(head_fields) + "\r\n" + "5\r\nhello\r\n0\r\n\r\n";
+    beast::error_code ec;
+    p.put(net::buffer(wire), ec);  // stops at the end of the head when the framing is refused
+    auto r = p.framing_refusal(ec);
+    if (!r) {
+        CHECK((!ec || ec == http::error::need_more));
+    } else {
+        CHECK(ec);
+    }
+    return r;
 }
 
 }  // namespace
@@ -68,6 +86,81 @@ TEST_CASE("client request: the parser's limits still apply") {
     const std::string wire = "POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
     p.put(net::buffer(wire), ec);
     CHECK(ec == http::error::body_limit);
+}
+
+TEST_CASE("client request: Transfer-Encoding other than a final, single chunked is refused") {
+    // RFC 9112 §6.3: chunked must be the final coding, or the body's length is unknown.
+    for (const std::string te :
+         {"identity", "chunked, identity", "gzip", "x-unknown", "chunked;q=1", "", " , ",
+          "chunked, chunked", "chunked,,chunked"}) {
+        CAPTURE(te);
+        const auto r = refusal("Transfer-Encoding: " + te + "\r\n");
+        REQUIRE(r.has_value());
+        CHECK(r->status == http::status::bad_request);
+        CHECK(r->message.find("Transfer-Encoding") != std::string::npos);
+        CHECK(r->message.find("Content-Length") != std::string::npos);  // what to send instead
+    }
+    // Two field lines are one list (RFC 9110 §5.3); Beast refuses a second line after chunked.
+    for (const std::string lines :
+         {"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+          "Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n",
+          "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n"}) {
+        CAPTURE(lines);
+        const auto r = refusal(lines);
+        REQUIRE(r.has_value());
+        CHECK(r->status == http::status::bad_request);
+        CHECK(r->message.find("chunked") != std::string::npos);
+    }
+}
+
+TEST_CASE("client request: Transfer-Encoding with Content-Length, in either order, is refused") {
+    for (const std::string lines : {"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n",
+                                    "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
+                                    "Transfer-Encoding: identity\r\nContent-Length: 5\r\n",
+                                    "Content-Length: 5\r\nTransfer-Encoding: identity\r\n"}) {
+        CAPTURE(lines);
+        const auto r = refusal(lines);
+        REQUIRE(r.has_value());
+        CHECK(r->status == http::status::bad_request);
+        CHECK(r->message.find("both Transfer-Encoding and Content-Length") != std::string::npos);
+    }
+}
+
+TEST_CASE("client request: a coding before chunked is not implemented; HTTP/1.0 has no TE") {
+    const auto gz = refusal("Transfer-Encoding: gzip, chunked\r\n");
+    REQUIRE(gz.has_value());
+    CHECK(gz->status == http::status::not_implemented);
+    CHECK(gz->message.find("gzip") != std::string::npos);
+    const auto two_lines = refusal("Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n");
+    REQUIRE(two_lines.has_value());
+    CHECK(two_lines->status == http::status::not_implemented);
+    const auto old = refusal("Transfer-Encoding: chunked\r\n", "HTTP/1.0");
+    REQUIRE(old.has_value());
+    CHECK(old->status == http::status::bad_request);
+    CHECK(old->message.find("HTTP/1.0") != std::string::npos);
+}
+
+TEST_CASE("client request: the framings RFC 9112 allows are accepted") {
+    CHECK_FALSE(refusal("Transfer-Encoding: chunked\r\n").has_value());
+    CHECK_FALSE(refusal("Transfer-Encoding: Chunked\r\n").has_value());
+    CHECK_FALSE(refusal("Transfer-Encoding: , chunked \r\n").has_value());  // empty elements
+    CHECK_FALSE(refusal("Content-Length: 5\r\n").has_value());
+    CHECK_FALSE(refusal("Content-Length: 005\r\n").has_value());
+    CHECK_FALSE(refusal("Content-Length: 5, 5\r\n").has_value());
+    CHECK_FALSE(refusal("").has_value());
+    const ClientRequest r = parse(
+        "POST /generate HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "3;ext=\"a b\"\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: 1\r\n\r\n");
+    CHECK(r.body() == "abcde");
+}
+
+TEST_CASE("client request: other parse errors are no framing refusal") {
+    ClientRequestParser p;
+    const std::string wire = "POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n";
+    beast::error_code ec;
+    p.put(net::buffer(wire), ec);
+    CHECK(ec == http::error::bad_content_length);
+    CHECK_FALSE(p.framing_refusal(ec).has_value());
 }
 
 }  // namespace infergate

@@ -64,3 +64,24 @@ TEST_CASE("model ids are percent-decoded") {
     CHECK(infergate::percent_decode("a%2fb%") == "a/b%");
     CHECK(infergate::percent_decode("%zz%4") == "%zz%4");
 }
+
+TEST_CASE("every GET route takes HEAD, and a 405 there lists it") {
+    // RFC 9110 §9.1: a general-purpose server supports GET and HEAD; HEAD answers as GET would.
+    for (const char* path : {"/", "/v1/models", "/v1/models/org/name", "/health",
+                             "/health_generate", "/get_model_info", "/get_server_info", "/info",
+                             "/props", "/api/tags", "/api/version", "/api/ps", "/metrics"}) {
+        CAPTURE(std::string(path));
+        const Route get = match_route("GET", path);
+        const Route head = match_route("HEAD", path);
+        CHECK(head.kind == get.kind);
+        CHECK(head.model_id == get.model_id);
+        const Route wrong = match_route("DELETE", path);
+        REQUIRE(wrong.kind == Route::Kind::method_not_allowed);
+        CHECK(wrong.allow.find("GET") != std::string_view::npos);
+        CHECK(wrong.allow.find("HEAD") != std::string_view::npos);
+    }
+    // No HEAD where there is no GET: a generation route answers 405 with its own methods.
+    const Route gen = match_route("HEAD", "/v1/completions");
+    CHECK(gen.kind == Route::Kind::method_not_allowed);
+    CHECK(gen.allow == "POST");
+}
