@@ -162,6 +162,14 @@ int Server::run() {
         for (auto& w : workers_) {
             w->set_backend(*info);
         }
+    } else {
+        // A request before the first probe round is in gets a 503 that still says something.
+        BackendInfo probing;
+        probing.detail = "no answer yet from " + config_->backend().url.text() +
+                         ": the first probe of its info routes is under way";
+        for (auto& w : workers_) {
+            w->set_backend(probing);
+        }
     }
     for (auto& l : listeners_) {
         l->start();
