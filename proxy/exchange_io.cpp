@@ -119,6 +119,7 @@ canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_vi
         return e;
     }
     outcome_ = Outcome::upstream_error;
+    worker_.backend_unreachable(ec);  // refused: the server probes the backend again
     note_upstream_error(ec == net::error::connection_refused || ec == net::error::host_not_found ||
                                 ec == net::error::host_not_found_try_again
                             ? UpstreamErrorKind::connect

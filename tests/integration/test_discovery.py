@@ -5,7 +5,8 @@ that server writes: its own header lines (spelling and order), its JSON (compact
 order), its own 404. Where each shape comes from is cited above its builder. The probe must name
 the engine from that engine's own fingerprints, refuse to pick one from weak or conflicting
 evidence (a 503 naming every URL it probed and what each answered, and the flag to set), take
-and take `--upstream http://h:8000/v1` as the OpenAI base-URL habit it is.
+`--upstream http://h:8000/v1` as the OpenAI base-URL habit it is, and probe again when the
+backend comes back after refusing connections.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import json
 import re
 import unittest
 
-from harness import Proxy, closed_port, post_json, wait_until
+from harness import (Emulator, Process, Proxy, closed_port, emulator_binary, post_json, request,
+                     wait_until)
 from scripted import Reply, ScriptedBackend, exact_reply
 
 DATE = "Thu, 03 Dec 2026 06:43:51 GMT"
@@ -488,6 +490,45 @@ class TestBaseUrl(DiscoveryCase):
         self.complete(proxy)
         self.assertEqual(len(b.requests_to("/llm/v1/completions")), 1)
         self.assertEqual(len(b.requests_to("/llm/v1/models")), 1)
+
+
+class TestReprobe(DiscoveryCase):
+    """A backend that went away (connections refused) and came back, as another engine serving
+    another model on the same port, is probed again without restarting the proxy."""
+
+    def test_backend_restarted_with_another_engine_and_model(self):
+        a = Emulator("openai", "m1", ["--quiet"])
+        self.addCleanup(a.cleanup_files)
+        self.addCleanup(a.stop)
+        proxy = self.proxy(["--upstream", a.url], model="m1")
+        a.stop()
+        body = {"model": "m1", "prompt": "hello", "max_tokens": 3}
+        for _ in range(12):  # many refusals, one re-probe
+            r = post_json(proxy.port, "/v1/completions", body)
+            self.assertEqual(r.status, 502, r.body[:300])
+            self.assertIn("refused", r.json()["error"]["message"])
+
+        b = Process([emulator_binary(), "--listen", f"127.0.0.1:{a.port}", "--dialect", "sglang",
+                     "--model", "m2"], "emulator-b")
+        self.addCleanup(b.cleanup_files)
+        self.addCleanup(b.stop)
+
+        def listed():
+            r = request(proxy.port, "GET", "/v1/models", timeout=2)
+            return r.status == 200 and [m["id"] for m in r.json()["data"]] == ["m2"]
+        wait_until(listed, 10, what="the proxy to list the restarted backend's model m2")
+        r = post_json(proxy.port, "/v1/completions", {**body, "model": "m2"})
+        self.assertEqual(r.status, 200, r.body[:300])
+        self.assertTrue(r.json()["choices"][0]["text"])
+        log = proxy.stderr_text()
+        self.assertIn("it was openai, model 'm1', it is now sglang, model 'm2'", log)
+        self.assertEqual(log.count("refused a connection: probing it again"), 1, log[-3000:])
+        # One probe round reached the new backend: no probing per refused request, and none
+        # once it was identified.
+        probes = [line for line in b.stderr_text().splitlines()
+                  if line.startswith("GET /v1/models ")]
+        self.assertEqual(len(probes), 1, b.stderr_text()[-2000:])
+        self.assertTrue(proxy.alive())
 
 
 if __name__ == "__main__":
