@@ -25,7 +25,7 @@ Task<Reply> get(UpstreamPool& pool, const std::string& path) {
     }
     const auto& url = pool.backend().url;
     http::request<http::empty_body> req{http::verb::get, url.base_path + path, 11};
-    req.set(http::field::host, url.host + ":" + std::to_string(url.port));
+    req.set(http::field::host, url.authority());
     req.set(http::field::user_agent, "infergate-probe");
     if (!pool.backend().api_key.empty()) {
         // The dialect is not known yet: the key goes in both servers' headers.

@@ -170,7 +170,7 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
             has_anthropic_version || beast::iequals(f.name, "anthropic-version");
         add_field(head, f.name, f.value);
     }
-    add_field(head, "Host", b.url.host + ":" + std::to_string(b.url.port));
+    add_field(head, "Host", b.url.authority());
     add_field(head, "X-Request-Id", request_id_);
     if (!b.api_key.empty()) {
         if (anthropic) {

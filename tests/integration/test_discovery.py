@@ -5,8 +5,8 @@ that server writes: its own header lines (spelling and order), its JSON (compact
 order), its own 404. Where each shape comes from is cited above its builder. The probe must name
 the engine from that engine's own fingerprints, refuse to pick one from weak or conflicting
 evidence (a 503 naming every URL it probed and what each answered, and the flag to set), take
-`--upstream http://h:8000/v1` as the OpenAI base-URL habit it is, and probe again when the
-backend comes back after refusing connections.
+`--upstream http://h:8000/v1` as the OpenAI base-URL habit it is, probe again when the backend
+comes back after refusing connections, and reach IPv6 backends with `Host: [::1]:PORT`.
 """
 from __future__ import annotations
 
@@ -529,6 +529,25 @@ class TestReprobe(DiscoveryCase):
                   if line.startswith("GET /v1/models ")]
         self.assertEqual(len(probes), 1, b.stderr_text()[-2000:])
         self.assertTrue(proxy.alive())
+
+
+class TestIPv6Backend(DiscoveryCase):
+    def test_host_header_brackets_the_address(self):
+        try:
+            b = self.backend(vllm_routes(), FASTAPI_404, host="::1")
+        except OSError as e:
+            self.skipTest(f"this machine has no IPv6 loopback (binding [::1] failed: {e})")
+        b.route("POST", "/v1/completions", vllm_completion())
+        self.assertEqual(b.url, f"http://[::1]:{b.port}")
+        proxy = self.proxy(["--upstream", b.url], wait_ready=False)
+        self.assertEqual(self.identified(proxy)[0], "openai")
+        r = post_json(proxy.port, "/v1/completions",
+                      {"model": VLLM_MODEL, "prompt": "The capital of France is", "max_tokens": 3})
+        self.assertEqual(r.status, 200, r.body[:500])
+        hosts = {(r.path, r.header("Host")) for r in b.requests}
+        self.assertIn(("/v1/models", f"[::1]:{b.port}"), hosts)  # the probe
+        self.assertIn(("/v1/completions", f"[::1]:{b.port}"), hosts)  # a request
+        self.assertEqual({h for _, h in hosts}, {f"[::1]:{b.port}"})
 
 
 if __name__ == "__main__":
