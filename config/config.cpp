@@ -57,14 +57,30 @@ std::optional<BackendDialect> parse_backend_dialect(std::string_view s) {
     return std::nullopt;
 }
 
-std::string Url::text() const {
-    std::string s = tls ? "https://" : "http://";
-    s += host.find(':') != std::string::npos ? "[" + host + "]" : host;
-    s += ":" + std::to_string(port) + base_path;
+std::string Url::authority() const {
+    // RFC 3986 3.2.2: an IPv6 literal is written in brackets, or its colons read as the port's.
+    std::string s = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+    s += ':';
+    s += std::to_string(port);
     return s;
 }
 
-std::optional<Url> parse_url(std::string_view text, std::string& error) {
+std::string Url::text() const {
+    return (tls ? "https://" : "http://") + authority() + base_path;
+}
+
+namespace {
+
+// Generation and info routes a pasted endpoint URL may end in (longest first).
+constexpr std::string_view kApiRoutes[] = {
+    "/v1/chat/completions", "/chat/completions", "/v1/completions", "/v1/messages",
+    "/v1/models",           "/generate_stream",  "/api/generate",   "/api/chat",
+    "/completions",         "/completion",       "/generate",
+};
+
+}  // namespace
+
+std::optional<Url> parse_url(std::string_view text, std::string& error, std::string* note) {
     Url url;
     std::string_view rest;
     if (text.starts_with("http://")) {
@@ -106,6 +122,31 @@ std::optional<Url> parse_url(std::string_view text, std::string& error) {
     if (url.host.empty()) {
         error = "no host in '" + std::string(text) + "'";
         return std::nullopt;
+    }
+    const std::string scheme = url.tls ? "https://" : "http://";
+    for (const std::string_view route : kApiRoutes) {
+        if (url.base_path.ends_with(route)) {
+            std::string base(url.base_path.substr(0, url.base_path.size() - route.size()));
+            if (base.ends_with("/v1")) {
+                base.resize(base.size() - 3);
+            }
+            error = "'" + std::string(text) + "' ends in the API route " + std::string(route) +
+                    "; give the server's base URL instead: " + scheme + std::string(authority) +
+                    base;
+            return std::nullopt;
+        }
+    }
+    if (url.base_path.ends_with("/v1")) {
+        url.base_path.resize(url.base_path.size() - 3);
+        if (note != nullptr) {
+            const std::string root = scheme + std::string(authority) + url.base_path;
+            *note =
+                "'" + std::string(text) +
+                "' ends in /v1, the OpenAI base-URL habit (OPENAI_BASE_URL): every engine "
+                "serves its routes, /v1/... included, from the server root, so the backend is " +
+                root + " (requests go to " + root + "/v1/chat/completions, " + root +
+                "/generate, ...)";
+        }
     }
     if (port_text.empty()) {
         url.port = url.tls ? 443 : 80;
@@ -153,6 +194,7 @@ namespace {
 class Reader {
 public:
     std::vector<std::string> errors;
+    std::vector<std::string> notes;
 
     void fail(const std::string& path, const std::string& message) {
         errors.push_back(path + ": " + message);
@@ -225,6 +267,7 @@ LoadResult finish(Config c, Reader& r) {
     r.errors.insert(r.errors.end(), more.begin(), more.end());
     LoadResult out;
     out.errors = std::move(r.errors);
+    out.notes = std::move(r.notes);
     if (out.errors.empty()) {
         out.config = std::make_shared<const Config>(std::move(c));
     }
@@ -249,6 +292,13 @@ std::vector<std::string> validate(const Config& c) {
     }
     if (c.backends.empty()) {
         errors.push_back("backends: at least one backend is required");
+    }
+    if (c.backends.size() > 1) {
+        // Accepting them and serving from the first alone would ignore configuration silently.
+        errors.push_back(
+            "backends[1]: routing across several backends is not supported yet; "
+            "give exactly one backend (" +
+            std::to_string(c.backends.size()) + " are listed)");
     }
     std::set<std::string> names;
     for (size_t i = 0; i < c.backends.size(); ++i) {
@@ -305,7 +355,7 @@ LoadResult load_yaml_text(std::string_view text) {
     } catch (const YAML::Exception& e) {
         r.fail("(yaml)", "line " + std::to_string(e.mark.line + 1) + ", column " +
                              std::to_string(e.mark.column + 1) + ": " + e.msg);
-        return LoadResult{nullptr, r.errors};
+        return LoadResult{nullptr, r.errors, {}};
     }
     if (root.IsNull()) {
         root = YAML::Node(YAML::NodeType::Map);
@@ -313,7 +363,7 @@ LoadResult load_yaml_text(std::string_view text) {
     r.check_keys(root, "", {"listen", "threads", "limits", "backends", "models", "log_level",
                             "client_idle_ms", "shutdown_grace_ms", "access_log"});
     if (!r.errors.empty() && !root.IsMap()) {
-        return LoadResult{nullptr, r.errors};
+        return LoadResult{nullptr, r.errors, {}};
     }
     if (root["listen"]) {
         std::string err;
@@ -349,8 +399,12 @@ LoadResult load_yaml_text(std::string_view text) {
                 r.read(n, "url", p, url_text);
                 if (!url_text.empty()) {
                     std::string err;
-                    if (auto url = parse_url(url_text, err)) {
+                    std::string note;
+                    if (auto url = parse_url(url_text, err, &note)) {
                         b.url = *url;
+                        if (!note.empty()) {
+                            r.notes.push_back(p + ".url: " + note);
+                        }
                     } else {
                         r.fail(p + ".url", err);
                     }
@@ -398,7 +452,7 @@ LoadResult load_yaml_text(std::string_view text) {
 LoadResult load_yaml_file(const std::string& path) {
     std::ifstream in(path);
     if (!in) {
-        return LoadResult{nullptr, {path + ": cannot open the config file"}};
+        return LoadResult{nullptr, {path + ": cannot open the config file"}, {}};
     }
     std::stringstream ss;
     ss << in.rdbuf();

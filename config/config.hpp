@@ -24,13 +24,20 @@ std::optional<BackendDialect> parse_backend_dialect(std::string_view s);
 
 struct Url {
     bool tls = false;
-    std::string host;
+    std::string host;  // an IPv6 address without its brackets
     uint16_t port = 0;
     std::string base_path;  // without a trailing slash; "" for the root
-    std::string text() const;
+    // HOST:PORT as the Host header and URLs write it: [::1]:8000 for an IPv6 address.
+    std::string authority() const;
+    std::string text() const;  // scheme://authority/base
 };
 // Parses http://HOST[:PORT][/base] and https://...; nullopt with `error` set otherwise.
-std::optional<Url> parse_url(std::string_view text, std::string& error);
+// A trailing /v1 on the path is the OpenAI base-URL habit (OPENAI_BASE_URL=http://h:8000/v1),
+// not a prefix: every engine serves its routes, /v1/... included, from the base, so it is
+// dropped and `note` (when given) says so. A path that ends in an API route
+// (/v1/chat/completions, /generate, ...) is an error naming the base URL to give instead.
+std::optional<Url> parse_url(std::string_view text, std::string& error,
+                             std::string* note = nullptr);
 
 // Parses HOST:PORT ([::1]:PORT for IPv6; an empty host means 0.0.0.0).
 bool parse_listen(std::string_view text, std::string& host, uint16_t& port, std::string& error);
@@ -68,7 +75,7 @@ struct Config {
     uint32_t max_header_bytes = 64 * 1024;
     int64_t client_idle_ms = 120000;  // keep-alive idle between requests
     int64_t shutdown_grace_ms = 30000;
-    std::vector<Backend> backends;  // the first one serves every request for now
+    std::vector<Backend> backends;  // exactly one until routing across backends exists
     std::vector<Alias> aliases;
     std::string log_level = "info";
     // One JSON line per request: "stderr" (default), "off", or a file path (appended to).
@@ -80,6 +87,8 @@ struct Config {
 struct LoadResult {
     std::shared_ptr<const Config> config;  // null when errors is non-empty
     std::vector<std::string> errors;       // "backends[0].timeouts.connect_ms: must be > 0"
+    // What was read differently from how it was written, for the log ("backends[0].url: ...").
+    std::vector<std::string> notes;
 };
 
 LoadResult load_yaml_file(const std::string& path);

@@ -1,5 +1,8 @@
 #include "proxy/backend_probe.hpp"
 
+#include <optional>
+#include <vector>
+
 #include "proxy/upstream_parser.hpp"
 #include "translators/canonical/json.hpp"
 
@@ -23,7 +26,7 @@ Task<Reply> get(UpstreamPool& pool, const std::string& path) {
     }
     const auto& url = pool.backend().url;
     http::request<http::empty_body> req{http::verb::get, url.base_path + path, 11};
-    req.set(http::field::host, url.host + ":" + std::to_string(url.port));
+    req.set(http::field::host, url.authority());
     req.set(http::field::user_agent, "infergate-probe");
     if (!pool.backend().api_key.empty()) {
         // The dialect is not known yet: the key goes in both servers' headers.
@@ -67,11 +70,36 @@ Task<Reply> get(UpstreamPool& pool, const std::string& path) {
 
 namespace {
 
-// `doc` is left null unless the reply is a 200 with a JSON object.
-void parse_object(const Reply& r, json::Document& doc) {
-    if (r.ec || r.status != 200 || json::parse(r.body, doc) || !doc.IsObject()) {
-        doc.SetNull();
+using D = config::BackendDialect;
+
+// One probed route: its answer, and a verdict for the message that explains the decision.
+struct Route {
+    std::string path;
+    Reply reply;
+    json::Document doc;  // the body when the answer is a 200 with a JSON object; null otherwise
+    std::string verdict;
+};
+
+Task<void> fetch(UpstreamPool& pool, Route& route, std::string path) {
+    route.path = std::move(path);
+    route.reply = co_await get(pool, route.path);
+    const Reply& r = route.reply;
+    if (r.ec || r.status != 200 || json::parse(r.body, route.doc, "probe answer") ||
+        !route.doc.IsObject()) {
+        route.doc.SetNull();
     }
+    if (r.ec) {
+        route.verdict = r.ec.message();
+    } else if (r.status != 200) {
+        route.verdict = "HTTP " + std::to_string(r.status);
+        if (r.status == 401 || r.status == 403) {
+            route.verdict += " (it wants a key: --api-key-env, backends[].api_key_env)";
+        }
+    }
+}
+
+bool answered_200(const Route& r) {
+    return !r.reply.ec && r.reply.status == 200;
 }
 
 std::string string_member(const json::Value& v, const char* key) {
@@ -90,13 +118,49 @@ std::optional<int64_t> int_member(const json::Value& v, const char* key) {
     return m != nullptr && m->IsInt64() ? std::optional<int64_t>(m->GetInt64()) : std::nullopt;
 }
 
-translators::Flavor flavor_of(config::BackendDialect d) {
-    return d == config::BackendDialect::sglang ? translators::Flavor::sglang
-                                               : translators::Flavor::generic;
+translators::Flavor flavor_of(D d) {
+    return d == D::sglang ? translators::Flavor::sglang : translators::Flavor::generic;
 }
+
+std::string_view engine_name(D d) {
+    switch (d) {
+        case D::openai:
+            return "vLLM";
+        case D::sglang:
+            return "SGLang";
+        case D::tgi:
+            return "TGI";
+        case D::ollama:
+            return "Ollama";
+        case D::llamacpp:
+            return "llama.cpp";
+        case D::vllm_legacy:
+            return "vLLM's demo server";
+        case D::anthropic:
+            return "Anthropic";
+        case D::auto_detect:
+            break;
+    }
+    return "?";
+}
+
+// One engine's own fingerprint, seen on one route.
+struct Finding {
+    D dialect;
+    std::string why;  // "GET http://h:8000/v1/models owned_by \"vllm\""
+};
+
+constexpr std::string_view kSetDialect =
+    "set --upstream-dialect (backends[].dialect in a config file) to one of openai, sglang, tgi, "
+    "ollama, llamacpp, vllm_legacy or anthropic";
 
 }  // namespace
 
+// Every engine's own fingerprint is looked for on every probe round (api-dialects §1, §9; the
+// routes and bodies are the servers' own, see docs/dialects.md "Backend detection"), so that two
+// engines' fingerprints at once are seen as the conflict they are instead of the first one
+// winning. Routes other servers serve too (Ollama's /api/tags on llama.cpp and SGLang,
+// /v1/models everywhere) are not fingerprints; neither is /health, which every server has.
 Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::context* tls) {
     auto executor = co_await net::this_coro::executor;
     Deadlines deadlines;  // outlives the pool and its connections
@@ -104,119 +168,164 @@ Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::contex
     UpstreamPool pool(executor, deadlines, backend, backend.url.tls ? tls : nullptr);
     ProbeResult result;
     BackendInfo& info = result.info;
-    info.served_model = backend.model;
-    using D = config::BackendDialect;
+    const std::string base = backend.url.text();
+    auto url = [&](const Route& r) { return "GET " + base + r.path; };
 
-    // 1. GET /v1/models: most engines serve it; `owned_by`, the Server header and Anthropic's
-    // shape identify several of them at once.
-    const Reply models = co_await get(pool, "/v1/models");
-    if (models.ec) {
-        info.detail = "no answer from " + backend.url.text() + ": " + models.ec.message();
+    Route models;
+    co_await fetch(pool, models, "/v1/models");
+    if (models.reply.ec) {
+        info.detail = "no answer from " + url(models) + ": " + models.reply.ec.message();
         co_return result;
     }
     result.reachable = true;
-    std::string owned_by;
+    Route version;
+    Route sgl_info;
+    Route tgi_info;
+    Route root;
+    Route ollama_version;
+    Route props;
+    co_await fetch(pool, version, "/version");
+    co_await fetch(pool, sgl_info, "/get_model_info");
+    co_await fetch(pool, tgi_info, "/info");
+    co_await fetch(pool, root, "/");
+    co_await fetch(pool, ollama_version, "/api/version");
+    co_await fetch(pool, props, "/props");
+    std::vector<Finding> findings;
+
+    // GET /v1/models: OpenAI's list (`owned_by` names vLLM, SGLang and llama.cpp; TGI puts the
+    // model id there, Ollama the model's namespace) or Anthropic's (`type: "model"`,
+    // `display_name`, no `object`).
     std::string listed_model;
-    bool anthropic_shape = false;
-    json::Document mdoc;
-    parse_object(models, mdoc);
-    if (mdoc.IsObject()) {
-        const json::Value* data = json::find(mdoc, "data");
-        if (data != nullptr && data->IsArray() && !data->Empty() && (*data)[0].IsObject()) {
-            const json::Value& m = (*data)[0];
-            listed_model = string_member(m, "id");
-            owned_by = string_member(m, "owned_by");
-            info.max_model_len = int_member(m, "max_model_len");
-            anthropic_shape = string_member(m, "type") == "model" &&
-                              json::find(m, "display_name") != nullptr &&
-                              json::find(m, "object") == nullptr;
+    std::string owned_by;
+    bool model_list = false;
+    if (models.doc.IsObject()) {
+        const json::Value* data = json::find(models.doc, "data");
+        const json::Value* first =
+            data != nullptr && data->IsArray() && !data->Empty() && (*data)[0].IsObject()
+                ? &(*data)[0]
+                : nullptr;
+        if (first != nullptr && string_member(*first, "type") == "model" &&
+            json::find(*first, "display_name") != nullptr &&
+            json::find(*first, "object") == nullptr) {
+            findings.push_back({D::anthropic, url(models) + " in Anthropic's shape"});
+            models.verdict = "Anthropic's model list";
+            listed_model = string_member(*first, "id");
+        } else if (data != nullptr && (data->IsArray() || data->IsNull())) {
+            // Ollama writes "data": null when it has no model (a nil Go slice).
+            model_list = true;
+            if (first != nullptr) {
+                listed_model = string_member(*first, "id");
+                owned_by = string_member(*first, "owned_by");
+                info.max_model_len = int_member(*first, "max_model_len");
+            }
+            models.verdict = "an OpenAI model list";
+            if (listed_model.empty()) {
+                models.verdict += " with no model in it";
+            } else if (!owned_by.empty()) {
+                models.verdict += " owned_by \"" + owned_by + "\"";
+            }
         }
     }
-    const bool llamacpp_server = models.server.find("llama.cpp") != std::string::npos;
+    if (models.verdict.empty()) {
+        models.verdict = "200 but neither an OpenAI nor an Anthropic model list";
+    }
+    if (owned_by == "vllm") {
+        findings.push_back({D::openai, url(models) + " owned_by \"vllm\""});
+    } else if (owned_by == "sglang") {
+        findings.push_back({D::sglang, url(models) + " owned_by \"sglang\""});
+    } else if (owned_by == "llamacpp") {
+        findings.push_back({D::llamacpp, url(models) + " owned_by \"llamacpp\""});
+    }
 
+    // vLLM's GET /version: {"version": "0.11.0"}. No other engine has the route, but it only
+    // confirms /v1/models' owned_by "vllm": alone it tells nothing about the flavour.
+    const std::string vllm_version = string_member(version.doc, "version");
+    if (answered_200(version)) {
+        version.verdict = vllm_version.empty() ? "200 but not vLLM's {\"version\": ...}"
+                                               : "vLLM's {\"version\": \"" + vllm_version + "\"}";
+    }
+
+    // SGLang's GET /get_model_info: {"model_path": ..., "tokenizer_path": ..., ...}.
+    const std::string sgl_model = string_member(sgl_info.doc, "model_path");
+    if (sgl_info.doc.IsObject() && json::find(sgl_info.doc, "model_path") != nullptr) {
+        findings.push_back({D::sglang, url(sgl_info) + " has model_path"});
+        sgl_info.verdict = "SGLang's model info";
+    } else if (answered_200(sgl_info)) {
+        sgl_info.verdict = "200 but not SGLang's (no model_path)";
+    }
+
+    // TGI's GET /info: the router crate's name, "text-generation-router".
+    if (string_member(tgi_info.doc, "router").starts_with("text-generation-router")) {
+        findings.push_back({D::tgi, url(tgi_info) + " router \"text-generation-router\""});
+        tgi_info.verdict = "TGI's info";
+    } else if (answered_200(tgi_info)) {
+        tgi_info.verdict = "200 but not TGI's (no router \"text-generation-router\")";
+    }
+
+    // Ollama's GET /: the plain text "Ollama is running" (SGLang's Ollama layer, when mounted on
+    // "/", answers it as a JSON string, quotes included: that is not Ollama).
+    if (answered_200(root)) {
+        if (root.reply.body == "Ollama is running") {
+            findings.push_back({D::ollama, url(root) + " \"Ollama is running\""});
+            root.verdict = "Ollama's \"Ollama is running\"";
+        } else {
+            root.verdict = "200 but not Ollama's \"Ollama is running\"";
+        }
+    }
+    if (answered_200(ollama_version)) {
+        ollama_version.verdict = string_member(ollama_version.doc, "version").empty()
+                                     ? "200 but not Ollama's {\"version\": ...}"
+                                     : "Ollama's {\"version\": ...}";
+    }
+
+    // llama.cpp: `Server: llama.cpp` on every answer, and GET /props.
+    for (const Route* r :
+         {&models, &version, &sgl_info, &tgi_info, &root, &ollama_version, &props}) {
+        if (!r->reply.ec && r->reply.server.find("llama.cpp") != std::string::npos) {
+            findings.push_back({D::llamacpp, url(*r) + " with the header Server: llama.cpp"});
+            break;
+        }
+    }
+    std::optional<int64_t> n_ctx;
+    if (const auto* s =
+            props.doc.IsObject() ? json::find(props.doc, "default_generation_settings") : nullptr;
+        s != nullptr && s->IsObject()) {
+        findings.push_back({D::llamacpp, url(props) + " has default_generation_settings"});
+        props.verdict = "llama.cpp's props";
+        n_ctx = int_member(*s, "n_ctx");
+    } else if (answered_200(props)) {
+        props.verdict = "200 but not llama.cpp's (no default_generation_settings)";
+    }
+
+    // The decision: one engine's fingerprints, or a model list and nothing else (a generic
+    // OpenAI-compatible server). Several engines' fingerprints or only weak ones: no dialect.
     std::optional<D> found;
     std::string how;
-    std::string model;  // the engine's own model name, where its fingerprint route tells it
-    if (owned_by == "sglang") {
-        found = D::sglang;
-        how = "/v1/models owned_by \"sglang\"";
-    } else if (owned_by == "vllm") {
-        found = D::openai;
+    for (const Finding& f : findings) {
+        if (found && *found != f.dialect) {
+            found.reset();
+            how.clear();
+            break;
+        }
+        found = f.dialect;
+        how += (how.empty() ? "" : "; ") + f.why;
+    }
+    const bool conflict = !found && !findings.empty();
+    if (found == D::openai) {
         info.flavor = translators::Flavor::vllm;
-        how = "/v1/models owned_by \"vllm\"";
-    } else if (owned_by == "llamacpp" || llamacpp_server) {
-        found = D::llamacpp;
-        how = llamacpp_server ? "the Server: llama.cpp header" : "/v1/models owned_by \"llamacpp\"";
-    } else if (anthropic_shape) {
-        found = D::anthropic;
-        how = "/v1/models in Anthropic's shape";
-    }
-    // 2. The engines' own info routes, most specific first.
-    if (!found) {
-        const Reply sgl = co_await get(pool, "/get_model_info");
-        json::Document sdoc;
-        parse_object(sgl, sdoc);
-        if (sdoc.IsObject() && json::find(sdoc, "model_path") != nullptr) {
-            found = D::sglang;
-            how = "GET /get_model_info answered";
-            model = string_member(sdoc, "model_path");
+        if (!vllm_version.empty()) {
+            how += "; " + url(version) + " answered like vLLM";
         }
-    }
-    if (!found) {
-        const Reply tgi = co_await get(pool, "/info");
-        json::Document tdoc;
-        parse_object(tgi, tdoc);
-        if (string_member(tdoc, "router") == "text-generation-router") {
-            found = D::tgi;
-            how = "GET /info router \"text-generation-router\"";
-            model = string_member(tdoc, "model_id");
-            if (auto total = int_member(tdoc, "max_total_tokens")) {
-                info.max_model_len = total;
-            }
-        }
-    }
-    if (!found) {
-        const Reply root = co_await get(pool, "/");
-        if (!root.ec && root.status == 200 && root.body.starts_with("Ollama is running")) {
-            found = D::ollama;
-            how = "GET / \"Ollama is running\"";
-            json::Document tags;
-            parse_object(co_await get(pool, "/api/tags"), tags);
-            if (const auto* list = tags.IsObject() ? json::find(tags, "models") : nullptr;
-                list != nullptr && list->IsArray() && !list->Empty()) {
-                model = string_member((*list)[0], "name");
-            }
-        }
-    }
-    if (!found && !listed_model.empty()) {
-        json::Document vdoc;
-        parse_object(co_await get(pool, "/version"), vdoc);
+    } else if (!found && !conflict && model_list &&
+               (!listed_model.empty() || !backend.model.empty())) {
         found = D::openai;
-        if (!string_member(vdoc, "version").empty()) {
-            info.flavor = translators::Flavor::vllm;
-            how = "GET /version answered (vLLM)";
-        } else {
-            how = "/v1/models answered (owned_by \"" + owned_by + "\")";
-        }
-    }
-    if (!found && models.status == 404) {
-        // vLLM's demo server has only /generate and /health.
-        const Reply health = co_await get(pool, "/health");
-        if (!health.ec && health.status == 200) {
-            found = D::vllm_legacy;
-            how = "only GET /health answered (vLLM's legacy demo server)";
-        }
-    }
-    if (found == D::llamacpp) {
-        json::Document props;
-        parse_object(co_await get(pool, "/props"), props);
-        if (props.IsObject()) {
-            if (const auto* s = json::find(props, "default_generation_settings");
-                s != nullptr && s->IsObject()) {
-                if (auto n_ctx = int_member(*s, "n_ctx"); n_ctx && *n_ctx > 0) {
-                    info.max_model_len = n_ctx;
-                }
-            }
+        how = url(models) + " answered " + models.verdict +
+              " and no engine's own fingerprint was seen: a generic OpenAI-compatible server";
+        if (!vllm_version.empty()) {
+            // vLLM's own list says owned_by "vllm": a vLLM-only stream option could be refused.
+            how += " (" + url(version) +
+                   " answered like vLLM's, but its model list is not "
+                   "vLLM's, so only standard OpenAI fields are sent)";
         }
     }
     if (found && found != D::openai) {
@@ -234,19 +343,84 @@ Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::contex
         }
         found = backend.dialect;
     }
+
+    // The served model: configured, else listed, else the engine's own info route.
+    info.served_model = backend.model;
     if (info.served_model.empty()) {
-        info.served_model = !listed_model.empty() ? listed_model : model;
+        info.served_model = listed_model;
+    }
+    if (found == D::sglang && info.served_model.empty()) {
+        info.served_model = sgl_model;
+    }
+    if (found == D::tgi) {
+        if (info.served_model.empty()) {
+            info.served_model = string_member(tgi_info.doc, "model_id");
+        }
+        if (auto total = int_member(tgi_info.doc, "max_total_tokens")) {
+            info.max_model_len = total;
+        }
+    }
+    if (found == D::ollama && info.served_model.empty()) {
+        // Ollama builds before its OpenAI layer have no /v1/models; /api/tags lists the models.
+        Route tags;
+        co_await fetch(pool, tags, "/api/tags");
+        if (const auto* list = tags.doc.IsObject() ? json::find(tags.doc, "models") : nullptr;
+            list != nullptr && list->IsArray() && !list->Empty()) {
+            info.served_model = string_member((*list)[0], "name");
+        }
+    }
+    if (found == D::llamacpp && n_ctx && *n_ctx > 0) {
+        info.max_model_len = n_ctx;
     }
     if (info.served_model.empty() && found == D::vllm_legacy) {
         // The demo server has no model name at all; clients see the backend's configured name.
         info.served_model = backend.name;
     }
+
     if (!found) {
-        info.detail = "could not tell what serves " + backend.url.text() +
-                      ": none of GET /v1/models (HTTP " + std::to_string(models.status) +
-                      "), /get_model_info, /info, / or /health answered like SGLang, vLLM, TGI, "
-                      "Ollama, llama.cpp, vLLM's demo server or Anthropic; set backends[].dialect "
-                      "(or --upstream-dialect)";
+        Route health;
+        co_await fetch(pool, health, "/health");
+        if (answered_200(health)) {
+            health.verdict = "200";
+        }
+        std::string answers;
+        for (const Route* r :
+             {&models, &version, &sgl_info, &tgi_info, &root, &ollama_version, &props, &health}) {
+            answers += (answers.empty() ? "" : "; ") + url(*r) + ": " + r->verdict;
+        }
+        if (conflict) {
+            std::string seen;
+            for (const Finding& f : findings) {
+                seen += (seen.empty() ? "" : "; ") + f.why + " (" +
+                        std::string(engine_name(f.dialect)) + ")";
+            }
+            info.detail =
+                "the fingerprints of more than one engine answer at " + base + ": " + seen +
+                "; no dialect is picked from conflicting evidence: " + std::string(kSetDialect);
+            co_return result;
+        }
+        info.detail = "could not tell what serves " + base + " (" + answers + "): ";
+        const bool only_health = answered_200(health) && !answered_200(models) &&
+                                 !answered_200(version) && !answered_200(sgl_info) &&
+                                 !answered_200(tgi_info) && !answered_200(root) &&
+                                 !answered_200(ollama_version) && !answered_200(props);
+        if (only_health) {
+            // vLLM's demo server answers nothing else, but neither does any server with a health
+            // route and an unprobed API: that is no evidence for a dialect.
+            info.detail +=
+                "only GET /health answered, and every server has that route: vLLM's demo server "
+                "(python -m vllm.entrypoints.api_server) answers nothing else but is not assumed; "
+                "for it set --upstream-dialect vllm_legacy and --model NAME, for any other server ";
+        } else if (model_list) {
+            info.detail +=
+                "its model list names no model, so there is no model to serve: set "
+                "--model NAME (backends[].model), or ";
+        } else {
+            info.detail +=
+                "none answered like SGLang, vLLM, TGI, Ollama, llama.cpp, Anthropic or "
+                "an OpenAI model list; ";
+        }
+        info.detail += kSetDialect;
         co_return result;
     }
     info.dialect = *found;

@@ -147,6 +147,7 @@ canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_vi
         return e;
     }
     outcome_ = Outcome::upstream_error;
+    worker_.backend_unreachable(ec);  // refused: the server probes the backend again
     note_upstream_error(ec == net::error::connection_refused || ec == net::error::host_not_found ||
                                 ec == net::error::host_not_found_try_again
                             ? UpstreamErrorKind::connect
@@ -208,7 +209,7 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
             has_anthropic_version || beast::iequals(f.name, "anthropic-version");
         add_field(head, f.name, f.value);
     }
-    add_field(head, "Host", b.url.host + ":" + std::to_string(b.url.port));
+    add_field(head, "Host", b.url.authority());
     add_field(head, "X-Request-Id", request_id_);
     if (!b.api_key.empty()) {
         if (anthropic) {

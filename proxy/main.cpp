@@ -26,7 +26,8 @@ Clients may speak SGLang, TGI or vLLM-legacy (POST /generate, /generate_stream, 
 
 Options:
   --config FILE          YAML config (see config/infergate.example.yaml)
-  --upstream URL         backend base URL (default http://127.0.0.1:8000, vLLM's default)
+  --upstream URL         backend base URL (default http://127.0.0.1:8000, vLLM's default); a
+                         trailing /v1 (OPENAI_BASE_URL style) is dropped: routes are at the root
   --listen HOST:PORT     where to listen (default 0.0.0.0:30000, SGLang's default; port 0 =
                          any free port, printed as "listening on HOST:PORT")
   --upstream-dialect D   auto (default: probe the backend's info routes), openai (also:
@@ -204,6 +205,9 @@ int main(int argc, char** argv) {
                            loaded.config->log_level + "'");
     }
     log::set_level(level);
+    for (const auto& note : loaded.notes) {
+        log::info(note);
+    }
     if (check_only) {
         std::printf("configuration OK\n");
         return 0;

@@ -44,6 +44,9 @@ Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move
     for (int i = 0; i < config_->threads; ++i) {
         workers_.push_back(std::make_unique<Worker>(i, config_, tls_ ? &*tls_ : nullptr, *metrics_,
                                                    access_log_fd_));
+        // Off the request path: a post to the main thread, which owns the probe.
+        workers_.back()->on_backend_down(
+            [this] { net::post(control_, [this] { backend_down(); }); });
     }
 }
 
@@ -70,44 +73,73 @@ std::optional<BackendInfo> Server::configured_backend() const {
     return info;
 }
 
-Task<void> Server::probe_loop() {
+Task<void> Server::probe_loop(bool again) {
     const config::Backend& backend = config_->backend();
     // Configured dialect and model: the workers serve at once (run() gave them the info before
     // listening); the probe only refines the flavour.
     const bool configured_ready = configured_backend().has_value();
+    probing_ = true;
     Timer timer(control_);
+    if (again) {
+        log::info("backend " + backend.url.text() +
+                  " refused a connection: probing it again when it answers (until then "
+                  "requests keep the backend as last identified)");
+        // However often it goes away, one probe round a second at most.
+        const auto since = std::chrono::steady_clock::now() - last_probe_start_;
+        if (since < std::chrono::seconds(1)) {
+            timer.expires_after(std::chrono::seconds(1) - since);
+            co_await timer.async_wait(use_nothrow);
+        }
+    }
     int attempt = 0;
-    for (;;) {
+    while (!shutting_down_) {
+        last_probe_start_ = std::chrono::steady_clock::now();
         ProbeResult r = co_await probe_backend(backend, tls_ ? &*tls_ : nullptr);
+        if (shutting_down_) {
+            break;
+        }
         if (r.info.ready) {
             if (!backend.model.empty()) {
                 r.info.served_model = backend.model;
             }
-            log::info("backend " + backend.url.text() + ": " + r.info.detail + ", model '" +
-                      r.info.served_model + "'");
+            const std::string found = std::string(config::to_string(r.info.dialect)) + ", model '" +
+                                      r.info.served_model + "'";
+            if (again && found != identified_) {
+                log::warn("backend " + backend.url.text() + " changed: it was " + identified_ +
+                          ", it is now " + found + " (" + r.info.detail + ")");
+            } else {
+                log::info("backend " + backend.url.text() + ": " + r.info.detail + ", model '" +
+                          r.info.served_model + "'");
+            }
+            identified_ = found;
+            // The metrics' model label is bound once: a new model after a restart is counted
+            // under the first one's label set (no-op when it was set already).
             metrics_->set_discovered_model(r.info.served_model);
             publish(r.info);
-            co_return;
+            break;
         }
         if (attempt == 0 || attempt % 30 == 0) {
             log::warn("backend " + backend.url.text() + " not identified yet: " + r.info.detail +
                       (r.reachable ? "" : "; retrying every second"));
         }
-        if (!configured_ready) {
-            // Not identified yet (not answering, or answering like nothing known): requests
-            // get a 503 that says why; keep trying, it may still be loading its model.
+        // Not identified (not answering, or answering like nothing known): requests get a 503
+        // that says why, unless the backend is configured, or was identified before and simply
+        // does not answer (yet): then requests keep it, and see the refusal themselves.
+        if (!configured_ready && (!again || r.reachable)) {
             publish(r.info);
         }
         ++attempt;
-        if (shutting_down_) {
-            co_return;
-        }
         timer.expires_after(std::chrono::seconds(1));
         co_await timer.async_wait(use_nothrow);
-        if (shutting_down_) {
-            co_return;
-        }
     }
+    probing_ = false;
+}
+
+void Server::backend_down() {
+    if (probing_ || shutting_down_) {
+        return;  // the probe running now sees the restart too
+    }
+    net::co_spawn(control_, probe_loop(true), net::detached);
 }
 
 void Server::shutdown() {
@@ -162,6 +194,14 @@ int Server::run() {
         for (auto& w : workers_) {
             w->set_backend(*info);
         }
+    } else {
+        // A request before the first probe round is in gets a 503 that still says something.
+        BackendInfo probing;
+        probing.detail = "no answer yet from " + config_->backend().url.text() +
+                         ": the first probe of its info routes is under way";
+        for (auto& w : workers_) {
+            w->set_backend(probing);
+        }
     }
     for (auto& l : listeners_) {
         l->start();
@@ -188,7 +228,8 @@ int Server::run() {
         signals.async_wait(on_signal);
     };
     signals.async_wait(on_signal);
-    net::co_spawn(control_, probe_loop(), net::detached);
+    probing_ = true;  // before the first report can arrive
+    net::co_spawn(control_, probe_loop(false), net::detached);
 
     std::atomic<int> running{static_cast<int>(workers_.size())};
     std::vector<std::thread> threads;

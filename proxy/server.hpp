@@ -1,10 +1,11 @@
 #pragma once
-
-#include <optional>
 // The whole proxy: N workers (one thread and io_context each, SO_REUSEPORT listeners), the
 // backend probe, signals and graceful shutdown. run() blocks until shutdown completes.
 
+#include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "config/config.hpp"
@@ -27,7 +28,11 @@ public:
 private:
     // The backend as the config describes it, when it names both dialect and model.
     std::optional<struct BackendInfo> configured_backend() const;
-    Task<void> probe_loop();
+    // Probes until the backend is identified. `again`: a worker saw the identified backend
+    // refuse a connection; workers keep the last known backend while nothing answers.
+    Task<void> probe_loop(bool again);
+    // On control_: a worker's report that the backend refused a connection.
+    void backend_down();
     void publish(const struct BackendInfo& info);
     void shutdown();
 
@@ -39,6 +44,10 @@ private:
     std::vector<std::unique_ptr<Worker>> workers_;
     std::vector<std::unique_ptr<Listener>> listeners_;
     bool shutting_down_ = false;
+    // The probe state, touched on control_ only.
+    bool probing_ = false;
+    std::chrono::steady_clock::time_point last_probe_start_{};
+    std::string identified_;  // "openai, model 'm'": what the last successful probe found
     std::string startup_error_;
 };
 

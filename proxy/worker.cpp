@@ -42,6 +42,23 @@ std::string Worker::random_hex(size_t chars) {
     return out;
 }
 
+void Worker::backend_unreachable(const beast::error_code& ec) {
+    if (!on_backend_down_ ||
+        (ec != net::error::connection_refused && ec != net::error::host_not_found &&
+         ec != net::error::host_not_found_try_again)) {
+        return;
+    }
+    // Every request fails like this while the backend is down: one report a second is enough
+    // for the server, whose probe retries on its own timer anyway.
+    const auto now = std::chrono::steady_clock::now();
+    if (last_down_report_ != std::chrono::steady_clock::time_point{} &&
+        now - last_down_report_ < std::chrono::seconds(1)) {
+        return;
+    }
+    last_down_report_ = now;
+    on_backend_down_();
+}
+
 void Worker::begin_shutdown() {
     stopping_ = true;
     // close_if_idle may end a session and so unregister it: iterate over a copy.

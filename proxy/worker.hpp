@@ -4,6 +4,7 @@
 // other threads reach it only through net::post onto its io_context.
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <optional>
@@ -49,6 +50,12 @@ public:
     int access_log_fd() const { return access_log_fd_; }  // -1: access log off
     const BackendInfo& backend() const { return backend_; }
     void set_backend(BackendInfo info) { backend_ = std::move(info); }
+    // An exchange could not connect to the backend. Refused or unresolvable means the backend
+    // went away, perhaps to come back as another engine or model: the server is told (at most
+    // once a second per worker, never per request) and probes it again until it answers.
+    void backend_unreachable(const beast::error_code& ec);
+    // Set by the server before the worker runs; called on the worker's thread.
+    void on_backend_down(std::function<void()> fn) { on_backend_down_ = std::move(fn); }
 
     // Random hex ids (request ids, completion ids). Per-worker generator: no shared state.
     std::string random_hex(size_t chars);
@@ -76,6 +83,8 @@ private:
     Metrics& metrics_;
     int access_log_fd_;
     BackendInfo backend_;
+    std::function<void()> on_backend_down_;
+    std::chrono::steady_clock::time_point last_down_report_{};
     std::mt19937_64 rng_;
     std::list<Session*> sessions_;
     bool stopping_ = false;

@@ -105,6 +105,76 @@ TEST_CASE("URLs") {
     CHECK_FALSE(parse_url("http://:80", err));
 }
 
+TEST_CASE("an IPv6 host is bracketed wherever host and port are written together") {
+    std::string err;
+    auto u = parse_url("http://[::1]:8000", err);
+    REQUIRE(u);
+    CHECK(u->authority() == "[::1]:8000");
+    CHECK(u->text() == "http://[::1]:8000");
+    auto v4 = parse_url("http://127.0.0.1:8000/base", err);
+    REQUIRE(v4);
+    CHECK(v4->authority() == "127.0.0.1:8000");
+    CHECK(v4->text() == "http://127.0.0.1:8000/base");
+}
+
+TEST_CASE("a trailing /v1 is the OpenAI base-URL habit, dropped with a note") {
+    std::string err;
+    std::string note;
+    for (const char* text : {"http://h:8000/v1", "http://h:8000/v1/", "http://h:8000/v1//"}) {
+        note.clear();
+        auto u = parse_url(text, err, &note);
+        REQUIRE(u);
+        CHECK(u->base_path.empty());
+        CHECK(u->text() == "http://h:8000");
+        CHECK(note.find("ends in /v1, the OpenAI base-URL habit") != std::string::npos);
+        CHECK(note.find("the backend is http://h:8000 ") != std::string::npos);
+    }
+    // A gateway's own prefix stays; only the /v1 after it goes.
+    note.clear();
+    auto gw = parse_url("https://gw.example/llm/v1", err, &note);
+    REQUIRE(gw);
+    CHECK(gw->base_path == "/llm");
+    CHECK_FALSE(note.empty());
+    // Other paths are a real prefix, without a note.
+    note.clear();
+    auto prefix = parse_url("http://h:8000/sglang", err, &note);
+    REQUIRE(prefix);
+    CHECK(prefix->base_path == "/sglang");
+    CHECK(note.empty());
+    CHECK(parse_url("http://h:8000/v1beta", err, &note)->base_path == "/v1beta");
+}
+
+TEST_CASE("a URL that ends in an API route says which base URL to give") {
+    std::string err;
+    CHECK_FALSE(parse_url("http://h:8000/v1/chat/completions", err));
+    CHECK(err.find("ends in the API route /v1/chat/completions; give the server's base URL "
+                   "instead: http://h:8000") != std::string::npos);
+    CHECK_FALSE(parse_url("http://gw/llm/v1/completions/", err));
+    CHECK(err.find("instead: http://gw/llm") != std::string::npos);
+    CHECK_FALSE(parse_url("http://h:30000/generate", err));
+    CHECK(err.find("instead: http://h:30000") != std::string::npos);
+}
+
+TEST_CASE("the loader passes the /v1 note on with its path") {
+    auto r = load_yaml_text("backends: [{url: 'http://h:8000/v1'}]");
+    REQUIRE(r.errors.empty());
+    CHECK(r.config->backend().url.base_path.empty());
+    REQUIRE(r.notes.size() == 1);
+    CHECK(r.notes[0].starts_with("backends[0].url: 'http://h:8000/v1' ends in /v1"));
+}
+
+TEST_CASE("more than one backend is refused until routing across them exists") {
+    auto r = load_yaml_text(R"(
+backends:
+  - {name: a, url: 'http://h:8000'}
+  - {name: b, url: 'http://h:8001'}
+)");
+    CHECK_FALSE(r.config);
+    CHECK(has_error(r,
+                    "backends[1]: routing across several backends is not supported yet; "
+                    "give exactly one backend (2 are listed)"));
+}
+
 TEST_CASE("listen addresses") {
     std::string host;
     uint16_t port = 0;

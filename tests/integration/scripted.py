@@ -296,3 +296,14 @@ def drop_connections(backend: ScriptedBackend) -> int:
         except OSError:
             pass
     return len(conns)
+
+
+def exact_reply(status: int, reason: str, headers: Iterable[tuple[str, str | None]],
+                body: bytes = b"", *, close: bool = False) -> Reply:
+    """A response with exactly these header lines, in this order and spelling, as a given server
+    writes them (raw_reply writes its own); nothing is added. A header whose value is None gets
+    the body's length: put Content-Length where that server puts it."""
+    lines = [f"HTTP/1.1 {status} {reason}"]
+    for name, value in headers:
+        lines.append(f"{name}: {len(body) if value is None else value}")
+    return Reply(("\r\n".join(lines) + "\r\n\r\n").encode(), [body] if body else [], close)

@@ -71,6 +71,30 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("configuration OK", r.stdout)
 
+    def test_upstream_v1_is_the_openai_base_url(self):
+        r = run("--upstream", "http://127.0.0.1:8000/v1", "--check-config")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("backends[0].url: 'http://127.0.0.1:8000/v1' ends in /v1, the OpenAI "
+                      "base-URL habit", r.stderr)
+        self.assertIn("so the backend is http://127.0.0.1:8000 ", r.stderr)
+
+    def test_upstream_naming_an_api_route_says_what_to_give(self):
+        r = run("--upstream", "http://127.0.0.1:8000/v1/chat/completions", "--check-config")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("backends[0].url: 'http://127.0.0.1:8000/v1/chat/completions' ends in the "
+                      "API route /v1/chat/completions; give the server's base URL instead: "
+                      "http://127.0.0.1:8000", r.stderr)
+
+    def test_several_backends_are_refused(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            f.write("backends:\n  - {name: a, url: 'http://h:1'}\n"
+                    "  - {name: b, url: 'http://h:2'}\n")
+            f.flush()
+            r = run("--config", f.name, "--check-config")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("backends[1]: routing across several backends is not supported yet; give "
+                      "exactly one backend (2 are listed)", r.stderr)
+
     def test_bad_listen(self):
         r = run("--listen", "localhost", "--check-config")
         self.assertEqual(r.returncode, 2)

@@ -1,7 +1,8 @@
 """Every cell of the front x back dialect matrix, with the real binaries on port 0.
 
-Backends (one test class each, one emulator + one proxy per class, the dialect auto-detected):
-openai (vLLM), sglang, tgi, ollama, llamacpp, vllm_legacy, anthropic.
+Backends (one test class each, one emulator + one proxy per class, the dialect auto-detected;
+vLLM's demo server, which has no fingerprint, configured): openai (vLLM), sglang, tgi, ollama,
+llamacpp, vllm_legacy, anthropic.
 
 Fronts (subTests inside each class): SGLang /generate, OpenAI /v1/completions, OpenAI
 /v1/chat/completions, TGI /generate + /generate_stream, TGI POST /, vLLM legacy /generate,
@@ -822,10 +823,11 @@ class _DialectMatrix:
     @classmethod
     def setUpClass(cls):
         cls.emu = start(cls, Emulator, cls.DIALECT, cls.MODEL, ["--quiet"])
-        # vLLM's demo server names no model: the proxy is told it (the dialect is still probed).
+        # vLLM's demo server has no fingerprint (only /health next to /generate) and names no
+        # model: the proxy is told both, as its users must (every other dialect is probed).
         args = ["--upstream", cls.emu.url, "--access-log", "off"]
         if cls.DIALECT == "vllm_legacy":
-            args += ["--model", cls.MODEL]
+            args += ["--upstream-dialect", "vllm_legacy", "--model", cls.MODEL]
         cls.proxy = start(cls, Proxy, args, wait_ready=False)
         cls.port = cls.proxy.port
 
@@ -835,10 +837,10 @@ class _DialectMatrix:
                 return None
             doc = r.json()
             if "backend" in doc:  # synthesized by the proxy, naming what it detected
-                # While the probe runs the proxy reports its default ("openai") with an empty
-                # "detected": only a filled-in "detected" is the probe's result.
+                # Until the probe has identified the backend the proxy reports "ready": false
+                # (and in "detected" why not yet): only a ready backend is the probe's result.
                 b = doc["backend"]
-                return b.get("dialect") if b.get("detected") else None
+                return b.get("dialect") if b.get("ready") else None
             # Relayed as is only from an SGLang backend (SGLang's own server info).
             return "sglang" if "internal_states" in doc else None
         # Polls the proxy's own report until its backend probe has finished (bounded).
