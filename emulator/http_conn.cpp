@@ -6,6 +6,9 @@
 #include <chrono>
 #include <ctime>
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -268,6 +271,20 @@ void Conn::reset() {
     boost::system::error_code ec;
     socket_.set_option(net::socket_base::linger(true, 0), ec);
     socket_.close(ec);
+}
+
+net::awaitable<void> Conn::reset_after_sent() {
+    // Small writes may still sit in the send queue (the kernel coalesces them while earlier
+    // segments are in flight); there is no completion to wait for, so poll the queue.
+    for (int i = 0; i < 1000 && socket_.is_open(); ++i) {
+        int unsent = 0;
+        if (::ioctl(socket_.native_handle(), SIOCOUTQ, &unsent) != 0 || unsent == 0) {
+            break;
+        }
+        timer_.expires_after(std::chrono::milliseconds(1));
+        co_await timer_.async_wait(kNoThrow);
+    }
+    reset();
 }
 
 void Conn::close_clean() {

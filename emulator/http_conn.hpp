@@ -64,6 +64,9 @@ public:
 
     // RST: SO_LINGER 0, then close.
     void reset();
+    // RST once the kernel has sent what was written: an abortive close discards unsent bytes,
+    // and the mid-stream faults promise their events before the RST. Waits at most a second.
+    net::awaitable<void> reset_after_sent();
     // FIN without any terminator.
     void close_clean();
     // Keeps the connection open and silent until the peer closes it, then closes it too.

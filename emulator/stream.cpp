@@ -28,7 +28,7 @@ int steps_for(const Output& out, int tokens_per_chunk) {
 net::awaitable<void> break_connection(Conn& conn, FaultKind kind) {
     switch (kind) {
         case FaultKind::kResetMidstream:
-            conn.reset();
+            co_await conn.reset_after_sent();
             break;
         case FaultKind::kCloseMidstream:
             conn.close_clean();
