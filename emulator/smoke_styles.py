@@ -487,6 +487,43 @@ def run_dialect(binary, dialect, tally):
         proc.wait()
 
 
+def test_reset_after_pieces(binary):
+    """reset_midstream promises its events before the RST, also when they went out in pieces
+    the kernel may still hold (an abortive close discards unsent bytes)."""
+    proc, port = start(binary, "--model", "m")
+    try:
+        body = json.dumps({"prompt": PROMPT, "max_tokens": 16, "stream": True}).encode()
+        for attempt in range(10):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+                      b"X-Emulator-Fault: reset_midstream\r\nX-Emulator-Fault-After: 3\r\n"
+                      b"X-Emulator-Split-Writes: 2\r\n\r\n%s" % (len(body), body))
+            data, ended = b"", "eof"
+            try:
+                while True:
+                    piece = s.recv(65536)
+                    if not piece:
+                        break
+                    data += piece
+            except ConnectionResetError:
+                ended = "reset"
+            s.close()
+            pos = data.find(b"\r\n\r\n") + 4  # 3: not even the head arrived whole
+            chunked, rest = b"", data[pos:] if pos > 3 else b""
+            while b"\r\n" in rest:  # the chunks that arrived whole
+                size, _, after = rest.partition(b"\r\n")
+                n = int(size, 16)
+                if len(after) < n + 2:
+                    break
+                chunked, rest = chunked + after[:n], after[n + 2:]
+            events = chunked.count(b"\n\n")
+            check(f"reset_midstream after split writes: 3 events, then RST (try {attempt})",
+                  ended == "reset" and events == 3, (ended, events, data[:80]))
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 def test_cli_and_headers(binary):
     """CLI flags set the defaults; headers override them; bad values fail loudly."""
     proc, port = start(binary, "--model", "m", "--json-style", "spaced", "--sse-style",
@@ -553,6 +590,7 @@ if __name__ == "__main__":
           tally.ascii_seen == set(DIALECTS), sorted(tally.ascii_seen))
     check("split writes arrive in several recv()s",
           tally.recvs > tally.split_answers, (tally.recvs, tally.split_answers))
+    test_reset_after_pieces(binary)
     test_cli_and_headers(binary)
     print("FAILED: " + ", ".join(FAILURES) if FAILURES else "all passed")
     sys.exit(1 if FAILURES else 0)
