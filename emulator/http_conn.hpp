@@ -1,5 +1,7 @@
 // One downstream connection's write side: HTTP/1.1 responses written as raw bytes (uvicorn's
-// header layout), chunked SSE with one write per event, and the socket-level faults.
+// header layout), chunked SSE with one write per event, and the socket-level faults. Under a wire
+// style (wire_style.hpp) it is also where bodies and events are restyled, 1xx responses go out
+// and writes are cut into pieces: every byte the emulator writes passes through here.
 //
 // A Conn belongs to one session coroutine on one io_context; it is never shared across threads.
 #pragma once
@@ -12,6 +14,8 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+
+#include "emulator/wire_style.hpp"
 
 namespace infergate::emulator {
 
@@ -35,24 +39,34 @@ public:
     void set_server_header(std::string_view value) { server_ = value; }
     // Extra "name: value" lines for the next response head only (TGI's x-* timings, ...).
     void add_header(std::string_view name, std::string_view value);
+    // The wire style of the next responses (set per request; reseeds the style's generator).
+    void set_wire_style(const WireStyle& style);
 
     // A complete response with Content-Length. An empty content_type omits the header (FastAPI's
     // bare Response(status_code=200) does that).
     net::awaitable<bool> send(int status, std::string_view content_type, std::string_view body);
-    // Status line and headers only, announcing `content_length` bytes that the caller then
-    // writes (or, for the truncation faults, does not).
+    // The head send() would write for `body`, without the body (an answer to HEAD).
     net::awaitable<bool> send_head(int status, std::string_view content_type,
-                                   std::size_t content_length);
+                                   std::string_view body);
+    // The truncation faults: a head announcing all of `body`, then only its first half.
+    net::awaitable<bool> send_truncated(int status, std::string_view content_type,
+                                        std::string_view body);
     // Headers of a chunked stream; an empty content_type omits the header (Starlette's
     // StreamingResponse without a media type).
     net::awaitable<bool> begin_stream(std::string_view content_type);
     // One chunk = one event = one write, so every event leaves the process immediately.
     net::awaitable<bool> send_chunk(std::string_view payload);
     net::awaitable<bool> end_stream();
+    // The stream's last event, then its end: a style may write the last event differently
+    // (noblank-end). Today's bytes and writes are send_chunk + end_stream.
+    net::awaitable<bool> finish_stream(std::string_view last_event);
     net::awaitable<bool> write_raw(std::string_view bytes);
 
     // RST: SO_LINGER 0, then close.
     void reset();
+    // RST once the kernel has sent what was written: an abortive close discards unsent bytes,
+    // and the mid-stream faults promise their events before the RST. Waits at most a second.
+    net::awaitable<void> reset_after_sent();
     // FIN without any terminator.
     void close_clean();
     // Keeps the connection open and silent until the peer closes it, then closes it too.
@@ -66,6 +80,11 @@ public:
 private:
     void append_head(int status);
     void append_fixed_head(int status, std::string_view content_type, std::size_t content_length);
+    // Styled path only.
+    std::string_view styled_body(std::string_view content_type, std::string_view body);
+    void append_interim();
+    void append_chunked(std::string_view data);
+    net::awaitable<bool> write_pieces(std::string_view bytes);
 
     tcp::socket socket_;
     net::steady_timer timer_;
@@ -73,6 +92,14 @@ private:
     std::string extra_;
     std::string_view server_ = "uvicorn";
     bool close_after_ = false;
+
+    WireStyle style_;
+    bool styled_ = false;  // style_.active(): the default path never touches what follows
+    StyleRng rng_;
+    EventStyler styler_;
+    std::string body_;   // a restyled body
+    std::string event_;  // a restyled event
+    std::string wire_;   // the bytes of one styled write, before they are cut into pieces
 };
 
 }  // namespace infergate::emulator

@@ -130,7 +130,7 @@ std::string go_html_escape(const std::string& json) {
 
 net::awaitable<void> reply(Conn& conn, bool head, std::string_view type, std::string_view body) {
     if (head) {
-        co_await conn.send_head(200, type, body.size());
+        co_await conn.send_head(200, type, body);
     } else {
         co_await conn.send(200, type, body);
     }

@@ -96,9 +96,8 @@ net::awaitable<void> handle_oai_generation(Request& req, Conn& conn, const Optio
             // SGLang's chat route opens the StreamingResponse before the engine validates, so
             // its errors arrive in-band under a 200.
             render_sglang_oai_error_event(*error, body);
-            if (co_await conn.begin_stream(kEventStream) && co_await conn.send_chunk(body) &&
-                co_await conn.send_chunk(kDoneEvent)) {
-                co_await conn.end_stream();
+            if (co_await conn.begin_stream(kEventStream) && co_await conn.send_chunk(body)) {
+                co_await conn.finish_stream(kDoneEvent);
             }
             co_return;
         }

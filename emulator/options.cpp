@@ -29,6 +29,17 @@ options:
                            stall_midstream | garbage | error_event | none
   --fault-after N          events written before a mid-stream fault (default 2)
   --legacy-delimiter D     vllm_legacy stream record delimiter: newline (default) | nul
+  --json-style S           compact (default: the dialect's own bytes) | spaced (json.dumps
+                           separators) | pretty (indented, keys shuffled; one line in NDJSON)
+  --json-escape E          none (default) | ascii (non-ASCII as \uXXXX, '/' as \/)
+  --sse-style LIST         comma-separated: crlf | cr | nospace | multiline | comments |
+                           fields | bom | noblank-end (default none)
+  --ndjson-style LIST      comma-separated: crlf | blank | noeol-end (default none)
+  --split-writes[=MAX]     cut every write and chunk into random pieces of 1..MAX bytes
+                           (default MAX 7; 0 = off)
+  --early-hints            a 103 Early Hints response before every answer
+  --interim LIST           1xx responses before every answer: 100 | 103 | 100,103
+  --style-seed N           seed of key shuffles, cut points and piece sizes (default 1)
   --threads N              io_contexts, one SO_REUSEPORT listener each (default 1)
   --quiet                  no per-request log lines on stderr
   --help                   this text
@@ -36,7 +47,9 @@ options:
 per-request headers (override the options above):
   X-Emulator-TTFT-Ms, X-Emulator-ITL-Ms, X-Emulator-Tokens-Per-Chunk, X-Emulator-Eos-After
   (a number, or "none"), X-Emulator-Fault (a MODE), X-Emulator-Fault-After,
-  X-Emulator-Legacy-Delimiter (newline | nul)
+  X-Emulator-Legacy-Delimiter (newline | nul), X-Emulator-Json-Style, X-Emulator-Json-Escape,
+  X-Emulator-Sse-Style, X-Emulator-Ndjson-Style, X-Emulator-Split-Writes (MAX, 0 = off),
+  X-Emulator-Early-Hints (1 | 0), X-Emulator-Interim, X-Emulator-Style-Seed
 )";
 
 [[noreturn]] void fail(const std::string& message) {
@@ -78,6 +91,81 @@ bool parse_delimiter(std::string_view text, bool& nul) {
         return false;
     }
     return true;
+}
+
+bool parse_seed(std::string_view text, std::uint64_t& out) {
+    std::uint64_t value = 0;
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(text.data(), end, value);
+    if (ec != std::errc() || ptr != end || text.empty()) {
+        return false;
+    }
+    out = value;
+    return true;
+}
+
+bool parse_switch(std::string_view text, bool& out) {
+    if (text == "1" || text == "true" || text == "on") {
+        out = true;
+    } else if (text == "0" || text == "false" || text == "off") {
+        out = false;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+bool is_number(std::string_view text) {
+    return !text.empty() &&
+           std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The wire-style options, shared by the command line and the X-Emulator-* headers. Returns false
+// with the reason in `error` for a bad value; `known` is false for a name that is not one.
+bool apply_style_option(std::string_view name, std::string_view value, WireStyle& style,
+                        bool& known, std::string& error) {
+    known = true;
+    if (name == "json-style") {
+        return parse_json_style(value, style.json, error);
+    }
+    if (name == "json-escape") {
+        return parse_json_escape(value, style.ascii_escapes, error);
+    }
+    if (name == "sse-style") {
+        return parse_sse_style(value, style.sse, error);
+    }
+    if (name == "ndjson-style") {
+        return parse_ndjson_style(value, style.ndjson, error);
+    }
+    if (name == "interim") {
+        return parse_interim(value, style.interim, error);
+    }
+    if (name == "split-writes") {
+        if (!parse_int(value, 0, style.split_max)) {
+            error = "want the largest piece in bytes (>= 1), or 0 for whole writes";
+            return false;
+        }
+        return true;
+    }
+    if (name == "early-hints") {
+        bool on = false;
+        if (!parse_switch(value, on)) {
+            error = "want 1 or 0";
+            return false;
+        }
+        style.interim = static_cast<std::uint8_t>(on ? style.interim | kInterim103
+                                                     : style.interim & ~kInterim103);
+        return true;
+    }
+    if (name == "style-seed") {
+        if (!parse_seed(value, style.seed)) {
+            error = "want an unsigned 64-bit number";
+            return false;
+        }
+        return true;
+    }
+    known = false;
+    return false;
 }
 
 void parse_listen(std::string_view text, Options& options) {
@@ -154,11 +242,28 @@ Options parse_command_line(int argc, char** argv) {
             options.quiet = true;
             continue;
         }
+        // Flags whose value is optional.
+        if (arg == "--early-hints") {
+            options.defaults.wire.interim |= kInterim103;
+            continue;
+        }
+        if (arg == "--split-writes") {
+            options.defaults.wire.split_max = kDefaultSplitMax;
+            if (i + 1 < argc && is_number(argv[i + 1])) {
+                std::string_view next = argv[++i];
+                parse_int(next, 0, options.defaults.wire.split_max);
+            }
+            continue;
+        }
         // Every other option takes a value, as "--opt value" or "--opt=value".
         static constexpr std::string_view kValued[] = {
-            "--listen",  "--dialect",          "--model",     "--max-model-len", "--ttft-ms",
-            "--itl-ms",  "--tokens-per-chunk", "--eos-after", "--fault",         "--fault-after",
-            "--threads", "--legacy-delimiter",
+            "--listen",           "--dialect",      "--model",
+            "--max-model-len",    "--ttft-ms",      "--itl-ms",
+            "--tokens-per-chunk", "--eos-after",    "--fault",
+            "--fault-after",      "--threads",      "--legacy-delimiter",
+            "--json-style",       "--json-escape",  "--sse-style",
+            "--ndjson-style",     "--split-writes", "--interim",
+            "--style-seed",       "--early-hints",
         };
         std::string_view name = arg;
         std::string_view value;
@@ -223,7 +328,16 @@ Options parse_command_line(int argc, char** argv) {
         } else if (name == "--threads") {
             want_int(1, options.threads);
         } else {
-            fail("unknown option " + std::string(name));
+            bool known = false;
+            std::string why;
+            const bool ok = apply_style_option(name.substr(2), value, k.wire, known, why);
+            if (!known) {
+                fail("unknown option " + std::string(name));
+            }
+            if (!ok) {
+                fail("bad value for " + std::string(name) + ": '" + std::string(value) +
+                     "': " + why);
+            }
         }
     }
     return options;
@@ -271,6 +385,22 @@ bool resolve_knobs(const HttpRequest& req, const Knobs& defaults, Knobs& out, st
     if (auto v = header("X-Emulator-Legacy-Delimiter"); v && !parse_delimiter(*v, out.nul_delimiter)) {
         error = "invalid X-Emulator-Legacy-Delimiter header: '" + std::string(*v) + "'";
         return false;
+    }
+    static constexpr std::pair<std::string_view, std::string_view> kStyleHeaders[] = {
+        {"X-Emulator-Json-Style", "json-style"},     {"X-Emulator-Json-Escape", "json-escape"},
+        {"X-Emulator-Sse-Style", "sse-style"},       {"X-Emulator-Ndjson-Style", "ndjson-style"},
+        {"X-Emulator-Split-Writes", "split-writes"}, {"X-Emulator-Early-Hints", "early-hints"},
+        {"X-Emulator-Interim", "interim"},           {"X-Emulator-Style-Seed", "style-seed"},
+    };
+    for (const auto& [header_name, option] : kStyleHeaders) {
+        auto v = header(header_name);
+        bool known = false;
+        std::string why;
+        if (v && !apply_style_option(option, *v, out.wire, known, why)) {
+            error = "invalid " + std::string(header_name) + " header: '" + std::string(*v) +
+                    "': " + why;
+            return false;
+        }
     }
     if (auto v = header("X-Emulator-Fault")) {
         auto fault = parse_fault(*v);

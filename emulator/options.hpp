@@ -9,6 +9,8 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "emulator/wire_style.hpp"
+
 namespace infergate::emulator {
 
 enum class Dialect { kOpenai, kSglang, kTgi, kOllama, kLlamacpp, kVllmLegacy, kAnthropic };
@@ -43,6 +45,8 @@ struct Knobs {
     int fault_after = 2;  // events (stream) written before a mid-stream fault fires
     // vLLM legacy stream record delimiter: '\n' (since Nov 2024) or '\0' (before).
     bool nul_delimiter = false;
+    // Byte layout of everything written (JSON, framing, writes, 1xx); default: the dialect's own.
+    WireStyle wire;
 };
 
 struct Options {

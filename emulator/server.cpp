@@ -16,6 +16,7 @@
 #include <boost/beast/http/read.hpp>
 
 #include "emulator/api.hpp"
+#include "emulator/json_util.hpp"
 
 namespace infergate::emulator {
 namespace {
@@ -115,8 +116,13 @@ net::awaitable<void> run_session(tcp::socket socket, const Options& options) {
     boost::beast::flat_buffer buffer;
     EventList events;  // reused by every stream on this connection
     try {
+        // Answers to requests that could not be read keep the CLI's style but no 1xx: there is
+        // no request a 1xx could belong to.
+        WireStyle unread_style = options.defaults.wire;
+        unread_style.interim = 0;
         for (;;) {
             http::request_parser<http::string_body> parser;
+            conn.set_wire_style(unread_style);
             if (!co_await read_request(conn, buffer, parser)) {
                 break;
             }
@@ -131,8 +137,18 @@ net::awaitable<void> run_session(tcp::socket socket, const Options& options) {
             req.path = target.substr(0, target.find('?'));
             req.body = msg.body();
             std::string knob_error;
-            if (!resolve_knobs(msg, options.defaults, req.knobs, knob_error)) {
-                std::string body = R"({"detail":")" + knob_error + "\"}";
+            const bool knobs_ok = resolve_knobs(msg, options.defaults, req.knobs, knob_error);
+            WireStyle style = knobs_ok ? req.knobs.wire : options.defaults.wire;
+            if (msg.version() < 11) {
+                style.interim = 0;  // RFC 9110 15.2: no 1xx to an HTTP/1.0 client
+            }
+            conn.set_wire_style(style);
+            if (!knobs_ok) {
+                std::string body;
+                JsonWriter w(body);  // the header's value may hold quotes
+                w.StartObject();
+                w.kv("detail", knob_error);
+                w.EndObject();
                 co_await conn.send(400, kJson, body);
             } else {
                 co_await route(req, conn, options);

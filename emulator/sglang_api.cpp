@@ -178,9 +178,8 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
             co_await conn.send(400, type, body);
         } else {
             kNativeErrors.render_event(message, body);
-            if (co_await conn.begin_stream(kEventStream) && co_await conn.send_chunk(body) &&
-                co_await conn.send_chunk(kDoneEvent)) {
-                co_await conn.end_stream();
+            if (co_await conn.begin_stream(kEventStream) && co_await conn.send_chunk(body)) {
+                co_await conn.finish_stream(kDoneEvent);
             }
         }
         co_return;

@@ -28,7 +28,7 @@ int steps_for(const Output& out, int tokens_per_chunk) {
 net::awaitable<void> break_connection(Conn& conn, FaultKind kind) {
     switch (kind) {
         case FaultKind::kResetMidstream:
-            conn.reset();
+            co_await conn.reset_after_sent();
             break;
         case FaultKind::kCloseMidstream:
             conn.close_clean();
@@ -39,6 +39,25 @@ net::awaitable<void> break_connection(Conn& conn, FaultKind kind) {
         default:
             break;
     }
+}
+
+// The end of a stream: `events`, then the terminator (if the dialect has one), the very last of
+// them sent with the stream's end so that a wire style can write it as the last event.
+net::awaitable<bool> send_tail(Conn& conn, std::vector<std::string_view> events,
+                               std::string_view terminator) {
+    if (!terminator.empty()) {
+        events.push_back(terminator);
+    }
+    std::erase_if(events, [](std::string_view e) { return e.empty(); });
+    if (events.empty()) {
+        co_return co_await conn.end_stream();
+    }
+    for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+        if (!co_await conn.send_chunk(events[i])) {
+            co_return false;
+        }
+    }
+    co_return co_await conn.finish_stream(events.back());
 }
 
 }  // namespace
@@ -72,11 +91,9 @@ net::awaitable<bool> apply_early_fault(Conn& conn, const Knobs& knobs, bool stre
                 const std::span<const std::string_view> garbage =
                     framing.garbage.empty() ? std::span<const std::string_view>(kGarbageEvents)
                                             : framing.garbage;
-                for (std::string_view event : garbage) {
-                    co_await conn.send_chunk(event);
-                }
-                co_await conn.send_chunk(framing.terminator);
-                co_await conn.end_stream();
+                co_await send_tail(conn,
+                                   std::vector<std::string_view>(garbage.begin(), garbage.end()),
+                                   framing.terminator);
             }
             co_return true;
         default:
@@ -104,9 +121,9 @@ net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<Choi
             errors.render_event(kFaultMessage, event);
             if (event.empty()) {
                 conn.close_clean();
-            } else if (co_await conn.send_chunk(event) &&
-                       co_await conn.send_chunk(framing.terminator)) {
-                co_await conn.end_stream();
+            } else {
+                co_await send_tail(conn, std::vector<std::string_view>(1, event),
+                                   framing.terminator);
             }
         } else {
             co_await break_connection(conn, fault);
@@ -118,6 +135,7 @@ net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<Choi
                            [](const ChoiceState& c) { return c.finished; });
     };
     co_await conn.sleep_ms(knobs.ttft_ms);
+    events.clear();
     for (bool first = true; !all_finished(); first = false) {
         if (!first) {
             co_await conn.sleep_ms(knobs.itl_ms);
@@ -139,6 +157,9 @@ net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<Choi
             c.finished = last;
         }
         encoder.on_step_end(choices, events);
+        if (fault == FaultKind::kNone && all_finished()) {
+            break;  // the last step's events leave with the trailer, below
+        }
         for (std::size_t i = 0; i < events.size(); ++i) {
             if (fault != FaultKind::kNone && written >= knobs.fault_after) {
                 co_await fire();
@@ -157,15 +178,14 @@ net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<Choi
         co_await fire();
         co_return;
     }
-    events.clear();
+    // The last step's events, then finish and usage events, then the terminator: the very last
+    // of them ends the stream (a wire style may write it differently).
     encoder.on_end(choices, events);
+    std::vector<std::string_view> tail;
     for (std::size_t i = 0; i < events.size(); ++i) {
-        if (!co_await conn.send_chunk(events[i])) {
-            conn.reset();
-            co_return;
-        }
+        tail.emplace_back(events[i]);
     }
-    if (!co_await conn.send_chunk(framing.terminator) || !co_await conn.end_stream()) {
+    if (!co_await send_tail(conn, std::move(tail), framing.terminator)) {
         conn.reset();
     }
 }
@@ -200,9 +220,7 @@ net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
     render(body);
     if (is_midstream(kind)) {
         // Announce the whole body, deliver half of it.
-        const bool sent = co_await conn.send_head(200, framing.body_type, body.size()) &&
-                          co_await conn.write_raw(std::string_view(body).substr(0, body.size() / 2));
-        if (sent) {
+        if (co_await conn.send_truncated(200, framing.body_type, body)) {
             co_await break_connection(conn, kind);
         } else {
             conn.reset();

@@ -229,8 +229,8 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
         w.kv("error_type", "validation");
         w.EndObject();
         body += "\n\n";
-        if (co_await conn.begin_stream(kSse) && co_await conn.send_chunk(body)) {
-            co_await conn.end_stream();
+        if (co_await conn.begin_stream(kSse)) {
+            co_await conn.finish_stream(body);
         }
         co_return;
     }
