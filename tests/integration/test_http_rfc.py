@@ -133,9 +133,10 @@ class _Scripted(StreamChecks):
         cls.proxy = start(cls, Proxy, ["--upstream", cls.backend.url, "--upstream-dialect",
                                        "openai", "--model", MODEL], model=MODEL)
         cls.port = cls.proxy.port
-        # The probe's own connection is not the worker's pool: let it finish first so that
-        # connection counts below are the exchanges' only.
-        wait_until(lambda: cls.backend.requests_to("/v1/models"), 5.0, what="the probe")
+        # The probe's own connection is not the worker's pool: let it finish its round (it logs
+        # what it found) so that connection counts below are the exchanges' only.
+        wait_until(lambda: f"backend {cls.backend.url}: " in cls.proxy.stderr_text(), 5.0,
+                   what="the probe's round")
 
     def setUp(self):
         self.addCleanup(drop_connections, self.backend)  # no pooled connection leaks across
