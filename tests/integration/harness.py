@@ -205,6 +205,16 @@ class Process:
             pass
 
 
+# Another wire style than the emulator's default (compact JSON, `data: ` + LF, one write per
+# event), equally valid and written by real servers: JSON with Python's spaces and every
+# non-ASCII character and '/' escaped, CRLF line ends, `: ping` comments, `id:`/`retry:` lines and
+# payloads over several `data:` lines in SSE, CRLF and blank lines between NDJSON records, and
+# every write cut into pieces of 1-7 bytes. The integration matrices run against both.
+OTHER_WIRE_STYLE = ["--json-style", "spaced", "--json-escape", "ascii",
+                    "--sse-style", "crlf,comments,fields,multiline",
+                    "--ndjson-style", "crlf,blank", "--split-writes", "7"]
+
+
 class Emulator(Process):
     def __init__(self, dialect: str, model: str, extra: Iterable[str] = ()):
         self.dialect = dialect
@@ -469,13 +479,19 @@ def stream(port: int, path: str, body: Any, headers: dict[str, str] | None = Non
 
 
 STRICT_EVENT_RE = re.compile(rb"data: (?:\[DONE\]|\{[^\n]*\})\n\n")
+KEEPALIVE_RE = re.compile(rb":[^\r\n]*\n\n")
 
 
 def strict_framing_problem(raw: bytes) -> str | None:
     """None if `raw` is exactly a sequence of `data: <one-line JSON or [DONE]>\\n\\n` events
-    whose JSON parses; else a description of the first problem."""
+    whose JSON parses, and keep-alive comments (`: ping\\n\\n`, passed on from the backend);
+    else a description of the first problem."""
     pos = 0
     while pos < len(raw):
+        m = KEEPALIVE_RE.match(raw, pos)
+        if m:
+            pos = m.end()
+            continue
         m = STRICT_EVENT_RE.match(raw, pos)
         if not m:
             return f"bad framing at byte {pos}: {raw[pos:pos + 120]!r}"

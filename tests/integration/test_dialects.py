@@ -27,7 +27,7 @@ import unittest
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from harness import Emulator, Proxy, Response, request, start, wait_until
+from harness import OTHER_WIRE_STYLE, Emulator, Proxy, Response, request, start, wait_until
 
 ANTHROPIC_HEADERS = {"anthropic-version": "2023-06-01"}
 LENGTH_BUDGET = 5          # the "length" case: the budget ends the text
@@ -819,10 +819,11 @@ class _DialectMatrix:
     DIALECT = ""
     MODEL = "emu-matrix"
     FAULT_AFTER = 3
+    EMU_ARGS: list[str] = []  # the emulator's wire style (harness.OTHER_WIRE_STYLE)
 
     @classmethod
     def setUpClass(cls):
-        cls.emu = start(cls, Emulator, cls.DIALECT, cls.MODEL, ["--quiet"])
+        cls.emu = start(cls, Emulator, cls.DIALECT, cls.MODEL, ["--quiet", *cls.EMU_ARGS])
         # vLLM's demo server has no fingerprint (only /health next to /generate) and names no
         # model: the proxy is told both, as its users must (every other dialect is probed).
         args = ["--upstream", cls.emu.url, "--access-log", "off"]
@@ -1034,6 +1035,36 @@ class TestVllmLegacyBackend(_DialectMatrix, unittest.TestCase):
 class TestAnthropicBackend(_DialectMatrix, unittest.TestCase):
     DIALECT = "anthropic"
     FAULT_AFTER = 5  # message_start, content_block_start and ping come before any text
+
+
+
+# The whole matrix again against the other wire style (harness.OTHER_WIRE_STYLE).
+class TestOpenAIBackendOtherStyle(TestOpenAIBackend):
+    EMU_ARGS = OTHER_WIRE_STYLE
+
+
+class TestSGLangBackendOtherStyle(TestSGLangBackend):
+    EMU_ARGS = OTHER_WIRE_STYLE
+
+
+class TestTGIBackendOtherStyle(TestTGIBackend):
+    EMU_ARGS = OTHER_WIRE_STYLE
+
+
+class TestOllamaBackendOtherStyle(TestOllamaBackend):
+    EMU_ARGS = OTHER_WIRE_STYLE
+
+
+class TestLlamaCppBackendOtherStyle(TestLlamaCppBackend):
+    EMU_ARGS = OTHER_WIRE_STYLE
+
+
+class TestVllmLegacyBackendOtherStyle(TestVllmLegacyBackend):
+    EMU_ARGS = OTHER_WIRE_STYLE
+
+
+class TestAnthropicBackendOtherStyle(TestAnthropicBackend):
+    EMU_ARGS = OTHER_WIRE_STYLE
 
 
 if __name__ == "__main__":

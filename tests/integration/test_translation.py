@@ -10,7 +10,8 @@ from __future__ import annotations
 import unittest
 
 from checks import StreamChecks, make_body
-from harness import (Emulator, Proxy, Ref, direct_chat, direct_raw, post_json, request, start,
+from harness import (OTHER_WIRE_STYLE, Emulator, Proxy, Ref, direct_chat, direct_raw, post_json,
+                     request, start,
                      stream, token_id, words)
 
 GEN = "/generate"
@@ -24,9 +25,11 @@ class _Matrix(StreamChecks):
     ALIAS = "foo"
     SLASH_ALIAS = "org/alias-two"  # model ids may contain '/'
 
+    EMU_ARGS: list[str] = []  # the emulator's wire style (harness.OTHER_WIRE_STYLE)
+
     @classmethod
     def setUpClass(cls):
-        cls.emu = start(cls, Emulator, cls.DIALECT, cls.MODEL, ["--quiet"])
+        cls.emu = start(cls, Emulator, cls.DIALECT, cls.MODEL, ["--quiet", *cls.EMU_ARGS])
         cls.proxy = start(cls, Proxy, ["--upstream", cls.emu.url,
                                        "--alias", f"{cls.ALIAS}={cls.MODEL}",
                                        "--alias", f"{cls.SLASH_ALIAS}={cls.MODEL}"],
@@ -727,6 +730,16 @@ class TestViaSGLangBackend(_Matrix, unittest.TestCase):
 
     DIALECT = "sglang"
     MODEL = "emu-sglang"
+
+
+
+# The whole matrix again against the other wire style (harness.OTHER_WIRE_STYLE).
+class TestViaOpenAIBackendOtherStyle(TestViaOpenAIBackend):
+    EMU_ARGS = OTHER_WIRE_STYLE
+
+
+class TestViaSGLangBackendOtherStyle(TestViaSGLangBackend):
+    EMU_ARGS = OTHER_WIRE_STYLE
 
 
 if __name__ == "__main__":
