@@ -276,6 +276,22 @@ LoadResult finish(Config c, Reader& r) {
 
 }  // namespace
 
+namespace {
+
+// Why `name` cannot be a model name clients see, or nullopt.
+std::optional<std::string> bad_model_name(std::string_view name) {
+    for (const char ch : name) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == '"' || c == '\\' || c < 0x20 || c == 0x7f) {
+            return std::string("holds a quote, a backslash or a control character; model names "
+                               "go into every client's JSON and URLs: use another name");
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 std::vector<std::string> validate(const Config& c) {
     std::vector<std::string> errors;
     if (c.threads < 1 || c.threads > 256) {
@@ -306,6 +322,9 @@ std::vector<std::string> validate(const Config& c) {
         const std::string p = "backends[" + std::to_string(i) + "]";
         if (!names.insert(b.name).second) {
             errors.push_back(p + ".name: '" + b.name + "' is used twice");
+        }
+        if (auto why = bad_model_name(b.model)) {
+            errors.push_back(p + ".model: " + *why);
         }
         if (b.url.host.empty()) {
             errors.push_back(p + ".url: is required");
@@ -338,6 +357,12 @@ std::vector<std::string> validate(const Config& c) {
         const std::string p = "models.aliases." + c.aliases[i].name;
         if (c.aliases[i].target.empty()) {
             errors.push_back(p + ": must name the backend's model");
+        }
+        if (auto why = bad_model_name(c.aliases[i].name)) {
+            errors.push_back(p + ": the alias " + *why);
+        }
+        if (auto why = bad_model_name(c.aliases[i].target)) {
+            errors.push_back(p + ": the backend model " + *why);
         }
         if (!alias_names.insert(c.aliases[i].name).second) {
             errors.push_back(p + ": defined twice");

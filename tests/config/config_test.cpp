@@ -187,3 +187,24 @@ TEST_CASE("listen addresses") {
     CHECK_FALSE(parse_listen("127.0.0.1", host, port, err));
     CHECK_FALSE(parse_listen("127.0.0.1:x", host, port, err));
 }
+
+TEST_CASE("model names that cannot go into a client's JSON as they are are refused") {
+    auto r = load_yaml_text(R"(
+backends:
+  - url: http://127.0.0.1:8000
+    model: 'we"ird'
+models:
+  aliases:
+    'gpt\4o': real-model
+    fine: "tab\there"
+)");
+    CHECK_FALSE(r.config);
+    CHECK(has_error(r, "backends[0].model: holds a quote, a backslash or a control character"));
+    CHECK(has_error(r, "models.aliases.gpt\\4o: the alias holds a quote, a backslash"));
+    CHECK(has_error(r, "models.aliases.fine: the backend model holds a quote"));
+    auto ok = load_yaml_text(R"(
+backends: [{url: 'http://127.0.0.1:8000', model: 'Qwen/Qwen2.5-7B-Instruct'}]
+models: {aliases: {'llama3.2:latest': 'org/model-v1.5_q4', 'gpt-4o': 'x'}}
+)");
+    CHECK(ok.config);
+}
