@@ -674,6 +674,7 @@ void relay_event(std::string_view data, const translators::openai::ResponseEdits
     translators::openai::ResponseEdits e = edits;
     e.strip_usage = strip_usage;
     e.one_line = true;
+    e.trusted = true;  // the backend codec decoded it already
     const size_t mark = out.size();
     framing::begin_sse_data(out);
     if (translators::openai::edit_response(data, e, out)) {

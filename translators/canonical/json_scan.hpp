@@ -80,6 +80,9 @@ public:
         if (p_ == end_ || *p_ < '0' || *p_ > '9') {
             return false;
         }
+        if (integer == nullptr) {
+            return skip_number();
+        }
         // Accumulated negatively: INT64_MIN has no positive counterpart.
         int64_t v = 0;
         bool fits = true;
@@ -116,6 +119,33 @@ public:
         }
         if (integer != nullptr && !fraction && fits && (minus || v != INT64_MIN)) {
             *integer = minus ? v : -v;
+        }
+        return true;
+    }
+
+    // The rest of a number whose first digit is at the cursor, validated, nothing read.
+    bool skip_number() {
+        if (*p_ == '0') {
+            ++p_;
+        } else {
+            while (p_ != end_ && *p_ >= '0' && *p_ <= '9') {
+                ++p_;
+            }
+        }
+        if (p_ != end_ && *p_ == '.') {
+            ++p_;
+            if (!digits()) {
+                return false;
+            }
+        }
+        if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
+            ++p_;
+            if (p_ != end_ && (*p_ == '+' || *p_ == '-')) {
+                ++p_;
+            }
+            if (!digits()) {
+                return false;
+            }
         }
         return true;
     }

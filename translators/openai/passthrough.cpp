@@ -1,6 +1,9 @@
 #include "translators/openai/passthrough.hpp"
 
+#include <string.h>  // memmem
+
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "translators/canonical/json_scan.hpp"
@@ -12,7 +15,14 @@ namespace {
 using json::MemberSpan;
 using json::ObjectSpans;
 
+// `s` as a JSON string literal. Model names and ids rarely need an escape: those are copied.
 void append_string(std::string_view s, std::string& out) {
+    if (json::detail::find_string_special(s.data(), s.data() + s.size()) == s.data() + s.size()) {
+        out.push_back('"');
+        out.append(s);
+        out.push_back('"');
+        return;
+    }
     json::StringOut os{&out};
     json::Writer w(os);
     json::string(w, s);
@@ -21,17 +31,31 @@ void append_string(std::string_view s, std::string& out) {
 // What happens to one member of an object being rewritten.
 struct MemberEdit {
     enum class Kind { keep, replace, remove } kind = Kind::keep;
-    std::string value;  // the new value's JSON text, for replace
+    std::string_view value;  // the new value's JSON text, for replace
 };
+
+// Per-thread scratch, so that editing one stream event allocates nothing once warm (the fast
+// path edits every chunk of a stream). Two levels: a top-level object and one nested in it.
+struct Scratch {
+    ObjectSpans spans;
+    std::vector<MemberEdit> edits;
+    ObjectSpans inner_spans;
+    std::vector<MemberEdit> inner_edits;
+};
+
+Scratch& scratch() {
+    thread_local Scratch s;
+    return s;
+}
 
 // Appends the object `spans` (of `text`) with `edits` (one per member) applied and `added`
 // members (each "key":value text) put at its end. Every byte not edited is copied: the
 // separator that followed a removed member goes with it, so commas stay right.
 void rewrite_object(std::string_view text, const ObjectSpans& spans,
-                    const std::vector<MemberEdit>& edits, const std::vector<std::string>& added,
-                    std::string& out) {
+                    const std::vector<MemberEdit>& edits, const std::string_view* added,
+                    size_t added_count, std::string& out) {
     const auto& members = spans.members;
-    out.append(text.substr(spans.open, 1));  // '{'
+    out.push_back('{');
     bool any = false;
     size_t last = 0;  // the index of the last member written, when any
     for (size_t i = 0; i < members.size(); ++i) {
@@ -47,26 +71,26 @@ void rewrite_object(std::string_view text, const ObjectSpans& spans,
             out.append(
                 text.substr(members[i - 1].value_end, m.key_begin - members[i - 1].value_end));
         }
-        out.append(text.substr(m.key_begin, m.value_begin - m.key_begin));  // "key" :
         if (edits[i].kind == MemberEdit::Kind::replace) {
+            out.append(text.substr(m.key_begin, m.value_begin - m.key_begin));  // "key" :
             out.append(edits[i].value);
         } else {
-            out.append(text.substr(m.value_begin, m.value_end - m.value_begin));
+            out.append(text.substr(m.key_begin, m.value_end - m.key_begin));
         }
         any = true;
         last = i;
     }
-    for (const std::string& a : added) {
+    for (size_t a = 0; a < added_count; ++a) {
         if (any) {
             out.push_back(',');
         }
-        out.append(a);
+        out.append(added[a]);
         any = true;
     }
-    if (any && added.empty() && last + 1 == members.size()) {
+    if (any && added_count == 0 && last + 1 == members.size()) {
         // The object's own whitespace before its '}'.
         out.append(text.substr(members[last].value_end, spans.close - members[last].value_end));
-    } else if (members.empty() && added.empty()) {
+    } else if (members.empty() && added_count == 0) {
         out.append(text.substr(spans.open + 1, spans.close - spans.open - 1));  // {  }
     }
     out.push_back('}');
@@ -89,18 +113,17 @@ int last_named(std::string_view text, const ObjectSpans& spans, std::string_view
 // The text of `options` (an object member's value in `text`) with each of `keys` set to true.
 bool stream_options_with(std::string_view text, const MemberSpan& options,
                          const std::vector<std::string_view>& keys, std::string& out) {
-    ObjectSpans spans;
-    if (!json::scan_object_at(text, options.value_begin, spans)) {
+    Scratch& s = scratch();
+    if (!json::scan_object_at(text, options.value_begin, s.inner_spans)) {
         return false;
     }
-    std::vector<MemberEdit> edits(spans.members.size());
+    s.inner_edits.assign(s.inner_spans.members.size(), MemberEdit{});
     std::vector<std::string> added;
     for (const std::string_view key : keys) {
         bool found = false;
-        for (size_t i = 0; i < spans.members.size(); ++i) {
-            if (json::key_is(text, spans.members[i], key)) {
-                edits[i].kind = MemberEdit::Kind::replace;
-                edits[i].value = "true";
+        for (size_t i = 0; i < s.inner_spans.members.size(); ++i) {
+            if (json::key_is(text, s.inner_spans.members[i], key)) {
+                s.inner_edits[i] = {MemberEdit::Kind::replace, "true"};
                 found = true;
             }
         }
@@ -111,25 +134,56 @@ bool stream_options_with(std::string_view text, const MemberSpan& options,
             added.push_back(std::move(member));
         }
     }
-    rewrite_object(text, spans, edits, added, out);
+    const std::vector<std::string_view> added_views(added.begin(), added.end());
+    rewrite_object(text, s.inner_spans, s.inner_edits, added_views.data(), added_views.size(), out);
     return true;
 }
 
+// Raw CR and LF in [from, end) of `out` become spaces: valid JSON has them only as whitespace
+// between tokens.
 void flatten_lines(std::string& out, size_t from) {
     std::replace_if(
         out.begin() + static_cast<std::ptrdiff_t>(from), out.end(),
         [](char c) { return c == '\n' || c == '\r'; }, ' ');
 }
 
+bool has_line_break(std::string_view s) {
+    return std::memchr(s.data(), '\n', s.size()) != nullptr ||
+           std::memchr(s.data(), '\r', s.size()) != nullptr;
+}
+
+bool contains(std::string_view s, std::string_view needle) {
+    return ::memmem(s.data(), s.size(), needle.data(), needle.size()) != nullptr;
+}
+
+// Whether a key that `e` edits may be a member of `data`. Without a backslash anywhere, a key is
+// its bytes between quotes; with one, an escape may spell it.
+bool may_name_an_edited_key(std::string_view data, const ResponseEdits& e) {
+    if (std::memchr(data.data(), '\\', data.size()) != nullptr) {
+        return true;
+    }
+    return (e.strip_usage && contains(data, "\"usage\"")) ||
+           (!e.model.empty() && contains(data, "\"model\"")) ||
+           (!e.id.empty() && contains(data, "\"id\""));
+}
+
 }  // namespace
 
 bool edit_response(std::string_view data, const ResponseEdits& e, std::string& out) {
-    ObjectSpans spans;
-    if (!json::scan_object(data, spans)) {
+    if (e.trusted && !may_name_an_edited_key(data, e)) {
+        const size_t start = out.size();
+        out.append(data);
+        if (e.one_line && has_line_break(data)) {
+            flatten_lines(out, start);
+        }
+        return true;
+    }
+    Scratch& s = scratch();
+    if (!json::scan_object(data, s.spans)) {
         return false;
     }
     const size_t start = out.size();
-    std::vector<MemberEdit> edits(spans.members.size());
+    s.edits.assign(s.spans.members.size(), MemberEdit{});
     std::string model;
     std::string id;
     if (!e.model.empty()) {
@@ -138,44 +192,47 @@ bool edit_response(std::string_view data, const ResponseEdits& e, std::string& o
     if (!e.id.empty()) {
         append_string(e.id, id);
     }
-    for (size_t i = 0; i < spans.members.size(); ++i) {
-        const MemberSpan& m = spans.members[i];
+    for (size_t i = 0; i < s.spans.members.size(); ++i) {
+        const MemberSpan& m = s.spans.members[i];
         if (e.strip_usage && json::key_is(data, m, "usage")) {
-            edits[i].kind = MemberEdit::Kind::remove;
+            s.edits[i].kind = MemberEdit::Kind::remove;
         } else if (!model.empty() && is_string(data, m) && json::key_is(data, m, "model")) {
-            edits[i] = {MemberEdit::Kind::replace, model};
+            s.edits[i] = {MemberEdit::Kind::replace, model};
         } else if (!id.empty() && is_string(data, m) && json::key_is(data, m, "id")) {
-            edits[i] = {MemberEdit::Kind::replace, id};
+            s.edits[i] = {MemberEdit::Kind::replace, id};
         }
     }
-    out.append(data.substr(0, spans.open));
-    rewrite_object(data, spans, edits, {}, out);
-    out.append(data.substr(spans.close + 1));
-    if (e.one_line) {
+    out.append(data.substr(0, s.spans.open));
+    rewrite_object(data, s.spans, s.edits, nullptr, 0, out);
+    out.append(data.substr(s.spans.close + 1));
+    if (e.one_line && has_line_break(data)) {
         flatten_lines(out, start);
     }
     return true;
 }
 
 bool edit_request(std::string_view body, const RequestEdits& e, std::string& out) {
-    ObjectSpans spans;
-    if (!json::scan_object(body, spans)) {
+    Scratch& s = scratch();
+    if (!json::scan_object(body, s.spans)) {
         return false;
     }
-    std::vector<MemberEdit> edits(spans.members.size());
-    std::vector<std::string> added;
+    s.edits.assign(s.spans.members.size(), MemberEdit{});
+    std::string_view added[2];
+    size_t added_count = 0;
+    std::string model;
+    std::string model_member;
     if (!e.model.empty()) {
-        std::string model;
         append_string(e.model, model);
         bool found = false;
-        for (size_t i = 0; i < spans.members.size(); ++i) {
-            if (json::key_is(body, spans.members[i], "model")) {
-                edits[i] = {MemberEdit::Kind::replace, model};
+        for (size_t i = 0; i < s.spans.members.size(); ++i) {
+            if (json::key_is(body, s.spans.members[i], "model")) {
+                s.edits[i] = {MemberEdit::Kind::replace, model};
                 found = true;
             }
         }
         if (!found) {
-            added.push_back("\"model\":" + model);
+            model_member = "\"model\":" + model;
+            added[added_count++] = model_member;
         }
     }
     std::vector<std::string_view> options;
@@ -185,11 +242,12 @@ bool edit_request(std::string_view body, const RequestEdits& e, std::string& out
     if (e.continuous_usage) {
         options.emplace_back("continuous_usage_stats");
     }
+    std::string value;
+    std::string options_member;
     if (!options.empty()) {
-        const int at = last_named(body, spans, "stream_options");
-        std::string value;
-        if (at >= 0 && body[spans.members[static_cast<size_t>(at)].value_begin] == '{') {
-            if (!stream_options_with(body, spans.members[static_cast<size_t>(at)], options,
+        const int at = last_named(body, s.spans, "stream_options");
+        if (at >= 0 && body[s.spans.members[static_cast<size_t>(at)].value_begin] == '{') {
+            if (!stream_options_with(body, s.spans.members[static_cast<size_t>(at)], options,
                                      value)) {
                 return false;
             }
@@ -204,14 +262,15 @@ bool edit_request(std::string_view body, const RequestEdits& e, std::string& out
             value += "}";
         }
         if (at >= 0) {
-            edits[static_cast<size_t>(at)] = {MemberEdit::Kind::replace, std::move(value)};
+            s.edits[static_cast<size_t>(at)] = {MemberEdit::Kind::replace, value};
         } else {
-            added.push_back("\"stream_options\":" + value);
+            options_member = "\"stream_options\":" + value;
+            added[added_count++] = options_member;
         }
     }
-    out.append(body.substr(0, spans.open));
-    rewrite_object(body, spans, edits, added, out);
-    out.append(body.substr(spans.close + 1));
+    out.append(body.substr(0, s.spans.open));
+    rewrite_object(body, s.spans, s.edits, added, added_count, out);
+    out.append(body.substr(s.spans.close + 1));
     return true;
 }
 

@@ -21,6 +21,11 @@ struct ResponseEdits {
     // JSON has them) become spaces, so that an SSE `data:` payload that came over several lines
     // goes out as one.
     bool one_line = false;
+    // `data` is known to be one valid JSON object (the caller parsed it): when none of the keys
+    // to edit can be in it (its bytes hold neither the key nor any escape), it is copied as it
+    // is, without the scan. The fast path edits every chunk of a stream; most have nothing to
+    // take out.
+    bool trusted = false;
 };
 
 // Appends `data` with `edits` made to `out`. False, with nothing appended, when `data` is not

@@ -210,6 +210,9 @@ TEST_CASE("passthrough: every golden sample, in every style, edits as its docume
             for (const auto& e : response_edits) {
                 const std::string out = edited(variant, e);
                 CHECK(canonical(out) == dom_edit_response(variant, e));
+                openai::ResponseEdits trusted = e;
+                trusted.trusted = true;
+                CHECK(edited(variant, trusted) == out);
                 if (e.one_line) {
                     CHECK(out.find_first_of("\r\n") == std::string::npos);
                 }
