@@ -197,14 +197,7 @@ class ScriptedBackend:
             self._sock.close()
         except OSError:
             pass
-        with self._lock:
-            conns, self._conns = self._conns, []
-        for c in conns:
-            try:
-                c.shutdown(socket.SHUT_RDWR)
-                c.close()
-            except OSError:
-                pass
+        drop_connections(self)
 
     # ---- internals ------------------------------------------------------------------------
 

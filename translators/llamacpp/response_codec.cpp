@@ -115,11 +115,17 @@ void write_timings(json::Writer& w, std::optional<int64_t> cached, std::optional
         static_cast<double>(t.eval_ns ? *t.eval_ns
                                       : (t.prompt_eval_ns ? 0 : t.total_ns.value_or(0))) /
         1e6;
-    auto per_token_ms = [](double ms, int64_t n) {
-        return n > 0 ? ms / static_cast<double>(n) : 0.0;
-    };
-    auto per_second = [](double ms, int64_t n) {
-        return ms > 0 ? 1e3 / ms * static_cast<double>(n) : 0.0;
+    // One phase: its count, its time, and the rates llama-server derives from them.
+    auto phase = [&w](std::string_view name, int64_t n, double ms) {
+        const std::string prefix(name);
+        key(w, prefix + "_n");
+        w.Int64(n);
+        key(w, prefix + "_ms");
+        w.Double(ms);
+        key(w, prefix + "_per_token_ms");
+        w.Double(n > 0 ? ms / static_cast<double>(n) : 0.0);
+        key(w, prefix + "_per_second");
+        w.Double(ms > 0 ? 1e3 / ms * static_cast<double>(n) : 0.0);
     };
     key(w, "timings");
     w.StartObject();
@@ -127,22 +133,8 @@ void write_timings(json::Writer& w, std::optional<int64_t> cached, std::optional
         key(w, "cache_n");
         w.Int64(*cached);
     }
-    key(w, "prompt_n");
-    w.Int64(prompt_n);
-    key(w, "prompt_ms");
-    w.Double(prompt_ms);
-    key(w, "prompt_per_token_ms");
-    w.Double(per_token_ms(prompt_ms, prompt_n));
-    key(w, "prompt_per_second");
-    w.Double(per_second(prompt_ms, prompt_n));
-    key(w, "predicted_n");
-    w.Int64(predicted_n);
-    key(w, "predicted_ms");
-    w.Double(predicted_ms);
-    key(w, "predicted_per_token_ms");
-    w.Double(per_token_ms(predicted_ms, predicted_n));
-    key(w, "predicted_per_second");
-    w.Double(per_second(predicted_ms, predicted_n));
+    phase("prompt", prompt_n, prompt_ms);
+    phase("predicted", predicted_n, predicted_ms);
     w.EndObject();
 }
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "translators/canonical/json.hpp"
+#include "translators/canonical/json_scan.hpp"
 
 namespace infergate::translators::openai {
 
@@ -19,153 +19,33 @@ enum class Role {
     count,    // a count: read when it is an int64
 };
 
-// A recursive-descent validator of RFC 8259 JSON over the raw bytes. It accepts nothing that
-// RapidJSON (as json::parse runs it) rejects; whatever it does not judge makes it fail, and the
-// caller falls back to the full decode.
+// A recursive-descent validator of RFC 8259 JSON over the raw bytes (json::Cursor's tokens). It
+// accepts nothing that RapidJSON (as json::parse runs it) rejects; whatever it does not judge
+// makes it fail, and the caller falls back to the full decode.
 class Scanner {
 public:
-    explicit Scanner(std::string_view body) : p_(body.data()), end_(body.data() + body.size()) {}
+    explicit Scanner(std::string_view body) : cur_(body) {}
 
     std::optional<canonical::Usage> run() {
-        ws();
+        cur_.ws();
         if (!value(Role::root, 0) || !choices_) {
             return std::nullopt;
         }
-        ws();
-        if (p_ != end_) {
+        cur_.ws();
+        if (!cur_.at_end()) {
             return std::nullopt;  // trailing bytes
         }
         return usage_;
     }
 
 private:
-    void ws() {
-        while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) {
-            ++p_;
-        }
-    }
-    bool literal(const char* word, size_t n) {
-        if (static_cast<size_t>(end_ - p_) < n || std::memcmp(p_, word, n) != 0) {
-            return false;
-        }
-        p_ += n;
-        return true;
-    }
-    static bool hex(char c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-    }
-
-    // A string; `raw` gets its bytes between the quotes, `escaped` whether it had escapes.
-    bool string(std::string_view& raw, bool& escaped) {
-        const char* p = p_ + 1;  // past the opening quote
-        const char* const start = p;
-        escaped = false;
-        for (;;) {
-            p = plain_run(p);
-            if (p == end_) {
-                return false;  // unterminated
-            }
-            const auto c = static_cast<unsigned char>(*p);
-            if (c == '"') {
-                raw = std::string_view(start, static_cast<size_t>(p - start));
-                p_ = p + 1;
-                return true;
-            }
-            if (c < 0x20) {
-                return false;  // a raw control character
-            }
-            // A backslash.
-            escaped = true;
-            if (++p == end_) {
-                return false;
-            }
-            const char e = *p;
-            if (e == 'u') {
-                if (end_ - p < 5 || !hex(p[1]) || !hex(p[2]) || !hex(p[3]) || !hex(p[4])) {
-                    return false;
-                }
-                // Surrogates (paired or not): not judged here.
-                const char second = static_cast<char>(p[2] | 0x20);
-                if ((p[1] | 0x20) == 'd' &&
-                    (second == '8' || second == '9' || (second >= 'a' && second <= 'f'))) {
-                    return false;
-                }
-                p += 5;
-            } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' ||
-                       e == 'r' || e == 't') {
-                ++p;
-            } else {
-                return false;
-            }
-        }
-    }
-
-    // The first byte at or after `p` that ends a run of plain string bytes: a quote, a backslash,
-    // a control character, or the end.
-    const char* plain_run(const char* p) const {
-        return json::detail::find_string_special(p, end_);
-    }
-
-    // A number; `integer` holds it when it is an integer that fits in int64.
-    bool number(std::optional<int64_t>& integer) {
-        const bool minus = *p_ == '-';
-        if (minus) {
-            ++p_;
-        }
-        if (p_ == end_ || *p_ < '0' || *p_ > '9') {
-            return false;
-        }
-        // Accumulated negatively: INT64_MIN has no positive counterpart.
-        int64_t v = 0;
-        bool fits = true;
-        if (*p_ == '0') {
-            ++p_;
-        } else {
-            while (p_ != end_ && *p_ >= '0' && *p_ <= '9') {
-                const int d = *p_ - '0';
-                if (v < (INT64_MIN + d) / 10) {
-                    fits = false;
-                } else {
-                    v = v * 10 - d;
-                }
-                ++p_;
-            }
-        }
-        bool fraction = false;
-        if (p_ != end_ && *p_ == '.') {
-            fraction = true;
-            ++p_;
-            if (p_ == end_ || *p_ < '0' || *p_ > '9') {
-                return false;
-            }
-            while (p_ != end_ && *p_ >= '0' && *p_ <= '9') {
-                ++p_;
-            }
-        }
-        if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
-            fraction = true;
-            ++p_;
-            if (p_ != end_ && (*p_ == '+' || *p_ == '-')) {
-                ++p_;
-            }
-            if (p_ == end_ || *p_ < '0' || *p_ > '9') {
-                return false;
-            }
-            while (p_ != end_ && *p_ >= '0' && *p_ <= '9') {
-                ++p_;
-            }
-        }
-        if (!fraction && fits && (minus || v != INT64_MIN)) {
-            integer = minus ? v : -v;
-        }
-        return true;
-    }
+    bool at(char c) const { return !cur_.at_end() && cur_.peek() == c; }
 
     bool value(Role role, int depth) {
-        if (p_ == end_) {
+        if (cur_.at_end()) {
             return false;
         }
-        const char c = *p_;
+        const char c = cur_.peek();
         if (c == '{') {
             return object(role, depth + 1);
         }
@@ -175,14 +55,9 @@ private:
         if (role == Role::root || role == Role::choices) {
             return false;  // the wrong shape: the full decode says so
         }
-        if (c == '"') {
-            std::string_view raw;
-            bool escaped = false;
-            return string(raw, escaped);
-        }
         if (c == '-' || (c >= '0' && c <= '9')) {
             std::optional<int64_t> integer;
-            if (!number(integer)) {
+            if (!cur_.number(&integer)) {
                 return false;
             }
             if (role == Role::count && count_ != nullptr) {
@@ -190,37 +65,37 @@ private:
             }
             return true;
         }
-        return literal("true", 4) || literal("false", 5) || literal("null", 4);
+        return cur_.skip_value(depth);  // a string or a literal
     }
 
     bool object(Role role, int depth) {
         if (depth > json::kMaxDepth) {
             return false;
         }
-        ++p_;  // '{'
-        ws();
-        if (p_ != end_ && *p_ == '}') {
-            ++p_;
+        cur_.advance();  // '{'
+        cur_.ws();
+        if (at('}')) {
+            cur_.advance();
             return role != Role::choices;
         }
         if (role == Role::choices) {
             return false;
         }
         for (;;) {
-            if (p_ == end_ || *p_ != '"') {
+            if (!at('"')) {
                 return false;
             }
             std::string_view key;
             bool escaped = false;
-            if (!string(key, escaped) || escaped) {
+            if (!cur_.string(key, escaped) || escaped) {
                 return false;  // an escaped key may equal a name read here: not judged
             }
-            ws();
-            if (p_ == end_ || *p_ != ':') {
+            cur_.ws();
+            if (!at(':')) {
                 return false;
             }
-            ++p_;
-            ws();
+            cur_.advance();
+            cur_.ws();
             count_ = nullptr;
             Role member = Role::other;
             if (role == Role::root) {
@@ -252,8 +127,8 @@ private:
             if (!value(member, depth)) {
                 return false;
             }
-            if (const Next next = after_item('}'); next != Next::more) {
-                return next == Next::closed;
+            if (const auto next = cur_.after_item('}'); next != json::Cursor::Next::more) {
+                return next == json::Cursor::Next::closed;
             }
         }
     }
@@ -265,47 +140,27 @@ private:
         if (role == Role::choices) {
             choices_ = true;
         }
-        ++p_;  // '['
-        ws();
-        if (p_ != end_ && *p_ == ']') {
-            ++p_;
+        cur_.advance();  // '['
+        cur_.ws();
+        if (at(']')) {
+            cur_.advance();
             return true;
         }
         for (;;) {
             // The elements of choices must be objects (read as anything else is).
-            if (role == Role::choices && (p_ == end_ || *p_ != '{')) {
+            if (role == Role::choices && !at('{')) {
                 return false;
             }
             if (!value(Role::other, depth)) {
                 return false;
             }
-            if (const Next next = after_item(']'); next != Next::more) {
-                return next == Next::closed;
+            if (const auto next = cur_.after_item(']'); next != json::Cursor::Next::more) {
+                return next == json::Cursor::Next::closed;
             }
         }
     }
 
-    // After a member or an element: a comma (another follows), the closer, or an error.
-    enum class Next { more, closed, bad };
-    Next after_item(char closer) {
-        ws();
-        if (p_ == end_) {
-            return Next::bad;
-        }
-        if (*p_ == closer) {
-            ++p_;
-            return Next::closed;
-        }
-        if (*p_ != ',') {
-            return Next::bad;
-        }
-        ++p_;
-        ws();
-        return Next::more;
-    }
-
-    const char* p_;
-    const char* end_;
+    json::Cursor cur_;
     canonical::Usage usage_;
     std::optional<int64_t>* count_ = nullptr;  // where the count being read goes
     bool choices_ = false;

@@ -11,8 +11,8 @@ namespace infergate::translators::openai {
 
 // The top-level usage of `body` when it is a well-formed JSON object whose first `choices` member
 // is an array of objects; nullopt for anything else (malformed, nested deeper than
-// json::kMaxDepth, another shape, an error envelope) and for the rare forms this pass does not
-// judge (an escaped key, a \u escape of a surrogate): the caller then decodes the body fully,
+// json::kMaxDepth, another shape, an error envelope) and for the rare form this pass does not
+// judge (an escaped key): the caller then decodes the body fully,
 // which says exactly what is wrong. Where a key repeats, the first one counts, as json::find has
 // it; a count is read only when it is an integer that fits in int64 (json::Value::IsInt64).
 std::optional<canonical::Usage> scan_response_usage(std::string_view body);
