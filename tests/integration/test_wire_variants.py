@@ -8,10 +8,11 @@ scripted.py): each test says exactly which bytes the backend sends.
 
 from __future__ import annotations
 
+import http.client
 import json
 import unittest
 
-from harness import Proxy, open_stream, post_json, strict_framing_problem
+from harness import Emulator, Proxy, open_stream, post_json, strict_framing_problem
 from scripted import ScriptedBackend, dumps, json_reply, ndjson_reply, raw_reply, sse_reply
 
 MODEL = "m"
@@ -334,6 +335,51 @@ class NdjsonVariantsTest(unittest.TestCase):
                 usage = [e.json()["usage"] for e in events if not e.done and "usage" in e.json()
                          and e.json()["usage"]]
                 self.assertEqual(usage[-1]["completion_tokens"], 3)
+
+
+class EmulatorInterimResponsesTest(unittest.TestCase):
+    """The emulator in every dialect, with `100 Continue` and `103 Early Hints` before each answer:
+    requests one after another over one client connection (so over one pooled upstream
+    connection) each get their own answer, the same as from an emulator without them."""
+
+    def test_every_dialect(self):
+        for dialect, model in (("openai", "hints-m"), ("sglang", "hints-m"), ("tgi", "hints-m"),
+                               ("ollama", "hints-m"), ("llamacpp", "hints-m")):
+            with self.subTest(dialect=dialect):
+                plain = Emulator(dialect, model, ["--quiet"])
+                self.addCleanup(plain.stop)
+                hinted = Emulator(dialect, model, ["--quiet", "--interim", "100,103"])
+                self.addCleanup(hinted.stop)
+                ref = Proxy(["--upstream", plain.url], wait_ready=False)
+                self.addCleanup(ref.stop)
+                proxy = Proxy(["--upstream", hinted.url], wait_ready=False)
+                self.addCleanup(proxy.stop)
+                served = [p.wait_ready()["data"][0]["id"] for p in (ref, proxy)]
+                self.assertEqual(served[0], served[1])
+                answers = []
+                for p in (ref, proxy):
+                    conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=10)
+                    got = []
+                    for i, stream in enumerate((False, True, False, True)):
+                        body = {"model": served[0], "prompt": f"prompt number {i}",
+                                "max_tokens": 4, "stream": stream}
+                        conn.request("POST", "/v1/completions", json.dumps(body),
+                                     {"Content-Type": "application/json"})
+                        r = conn.getresponse()
+                        data = r.read()
+                        self.assertEqual(r.status, 200, data[:300])
+                        if stream:
+                            text = "".join(
+                                c["text"] for line in data.decode().split("\n\n")
+                                if line.startswith("data: {")
+                                for c in json.loads(line[6:])["choices"])
+                        else:
+                            text = json.loads(data)["choices"][0]["text"]
+                        got.append(text)
+                    conn.close()
+                    answers.append(got)
+                self.assertEqual(answers[1], answers[0])
+                self.assertEqual(len(set(answers[0])), 4)  # each its own answer
 
 
 if __name__ == "__main__":
