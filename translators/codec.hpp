@@ -22,8 +22,17 @@ using canonical::Usage;
 
 // What kind of backend sits behind an OpenAI-dialect upstream; decides which non-standard
 // extensions may be sent (vLLM and SGLang accept `continuous_usage_stats`, `top_k`, ...; the
-// hosted OpenAI API rejects unknown fields).
-enum class Flavor { generic, vllm, sglang };
+// hosted OpenAI API rejects unknown fields) and the names a setting is sent under where the
+// engines read different ones (the token budget, the repetition penalty, logit_bias:
+// docs/dialects.md, "Parameters"). `tgi`, `llamacpp` and `openai` (the hosted API) are told
+// apart by the proxy from the backend's dialect and host (proxy/pairing.hpp, openai_flavor);
+// the probe alone finds generic, vllm or sglang.
+enum class Flavor { generic, vllm, sglang, tgi, llamacpp, openai };
+
+// vLLM and SGLang: running token counts on every stream chunk (continuous_usage_stats).
+constexpr bool has_running_usage(Flavor f) {
+    return f == Flavor::vllm || f == Flavor::sglang;
+}
 
 // How the exchange wants the upstream request written.
 struct UpstreamOptions {

@@ -26,6 +26,16 @@ constexpr std::string_view kKnownKeys[] = {"model",  "max_tokens",     "messages
                                            "system", "stop_sequences", "temperature",
                                            "top_p",  "top_k",          "stream"};
 
+// Extras the Messages API reads without changing the text (who asks, which capacity serves it),
+// or at the value that means "none": another family goes without them. The API refuses keys it
+// does not know, so every other extra means something.
+constexpr canonical::InertRule kInert[] = {
+    {"metadata", "*"},
+    {"service_tier", "*"},
+    {"tools", "[]"},
+    {"tool_choice", "{\"type\":\"auto\"}|{\"type\":\"none\"}"},
+    {"thinking", "{\"type\":\"disabled\"}"}};
+
 bool is_known_key(std::string_view key) {
     return std::find(std::begin(kKnownKeys), std::end(kKnownKeys), key) != std::end(kKnownKeys);
 }
@@ -174,7 +184,9 @@ Result<GenerationRequest> AnthropicCodec::decode_request(std::string_view body) 
     for (const auto& member : doc.GetObject()) {
         const std::string_view key = json::view(member.name);
         if (!is_known_key(key)) {
-            req.extras.push_back({std::string(key), json::to_string(member.value)});
+            std::string value = json::to_string(member.value);
+            const bool inert = canonical::is_inert(key, value, kInert);
+            req.extras.push_back({std::string(key), std::move(value), inert});
         }
     }
     return req;
@@ -191,8 +203,8 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
     }
     const canonical::SamplingParams& s = req.sampling;
     if (s.n > 1) {
-        return bad_request("the Anthropic Messages API returns one answer per request; send n = 1",
-                           "n");
+        return canonical::unsupported_setting(req.dialect, "n", "the Anthropic Messages API",
+                                              "it returns one answer per request; send n = 1");
     }
     if (req.non_text_content && req.dialect != Dialect::anthropic) {
         return bad_request(
@@ -208,9 +220,11 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
             "messages");
     }
     if (s.temperature && (*s.temperature < 0 || *s.temperature > 1)) {
-        return bad_request("'temperature' must be between 0 and 1 for an Anthropic backend, got " +
+        const std::string param = canonical::client_param(req.dialect, "temperature");
+        return bad_request("'" + param +
+                               "' must be between 0 and 1 for an Anthropic backend, got " +
                                std::to_string(*s.temperature),
-                           "temperature");
+                           param);
     }
     // Settings Anthropic has no equivalent for change what is generated; refuse rather than drop.
     struct Unsupported {
@@ -227,12 +241,20 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
         {s.keep_stop_str.value_or(false), "include_stop_str_in_output"},
         {!s.stop_token_ids.empty(), "stop_token_ids"},
         {req.return_logprob.value_or(false), "logprobs"},
+        {!s.logit_bias.empty(), "logit_bias"},
+        {s.typical_p.value_or(1) != 1, "typical_p"},
+        {s.repeat_last_n && canonical::penalties_active(s), "repeat_last_n"},
+        {!s.skip_special_tokens.value_or(true), "skip_special_tokens"},
     };
     for (const Unsupported& u : unsupported) {
         if (u.set) {
-            return bad_request("'" + std::string(u.param) +
-                                   "' has no equivalent in the Anthropic Messages API; remove it",
-                               std::string(u.param));
+            return canonical::unsupported_setting(req.dialect, u.param,
+                                                  "the Anthropic Messages API", "remove it");
+        }
+    }
+    if (req.dialect != Dialect::anthropic) {
+        if (auto err = canonical::refuse_foreign_extras(req, "the Anthropic Messages API")) {
+            return std::move(*err);
         }
     }
 

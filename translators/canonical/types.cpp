@@ -1,5 +1,7 @@
 #include "translators/canonical/types.hpp"
 
+#include <algorithm>
+
 #include "translators/canonical/stream_state.hpp"
 
 namespace infergate::canonical {
@@ -41,6 +43,173 @@ Error bad_request(std::string message, std::string param) {
     e.type = "invalid_request_error";
     e.param = std::move(param);
     return e;
+}
+
+std::optional<int64_t> token_id_key(std::string_view key) {
+    if (key.empty() || key.size() > 10) {
+        return std::nullopt;
+    }
+    int64_t id = 0;
+    for (const char c : key) {
+        if (c < '0' || c > '9') {
+            return std::nullopt;
+        }
+        id = id * 10 + (c - '0');
+    }
+    if (id > 2147483647) {
+        return std::nullopt;
+    }
+    return id;
+}
+
+void add_logit_bias(std::vector<LogitBias>& biases, int64_t token, double bias) {
+    for (LogitBias& b : biases) {
+        if (b.token == token) {
+            b.bias = bias;
+            return;
+        }
+    }
+    biases.push_back(LogitBias{token, bias});
+}
+
+std::optional<std::string> logit_bias_from_object(
+    const std::vector<std::pair<std::string, double>>& members, std::vector<LogitBias>& out) {
+    std::vector<std::pair<std::string, double>> by_key;
+    for (const auto& member : members) {
+        auto it = std::find_if(by_key.begin(), by_key.end(),
+                               [&](const auto& m) { return m.first == member.first; });
+        if (it != by_key.end()) {
+            it->second = member.second;
+        } else {
+            by_key.push_back(member);
+        }
+    }
+    for (const auto& [key, bias] : by_key) {
+        const std::optional<int64_t> id = token_id_key(key);
+        if (!id) {
+            return key;
+        }
+        add_logit_bias(out, *id, bias);
+    }
+    return std::nullopt;
+}
+
+bool is_inert(std::string_view key, std::string_view json, const InertRule* rules, size_t count) {
+    if (json == "null") {
+        return true;
+    }
+    for (size_t i = 0; i < count; ++i) {
+        if (rules[i].key != key) {
+            continue;
+        }
+        if (rules[i].values == "*") {
+            return true;
+        }
+        std::string_view values = rules[i].values;
+        while (!values.empty()) {
+            const size_t bar = values.find('|');
+            if (values.substr(0, bar) == json) {
+                return true;
+            }
+            values = bar == std::string_view::npos ? std::string_view() : values.substr(bar + 1);
+        }
+    }
+    return false;
+}
+
+bool penalties_active(const SamplingParams& s) {
+    return s.repetition_penalty.value_or(1.0) != 1.0 || s.frequency_penalty.value_or(0.0) != 0.0 ||
+           s.presence_penalty.value_or(0.0) != 0.0;
+}
+
+namespace {
+
+// Where a dialect keeps its sampling settings (GenerationRequest::sampling_extras).
+std::string_view sampling_prefix(Dialect d) {
+    switch (d) {
+        case Dialect::sglang:
+            return "sampling_params.";
+        case Dialect::tgi:
+            return "parameters.";
+        case Dialect::ollama_generate:
+        case Dialect::ollama_chat:
+            return "options.";
+        default:
+            return "";
+    }
+}
+
+}  // namespace
+
+std::optional<Error> refuse_foreign_extras(const GenerationRequest& req, std::string_view backend) {
+    std::string path;
+    for (const Extra& e : req.extras) {
+        // "infergate.*" keys are markers a codec leaves for itself (TGI's POST / route), not a
+        // client's setting.
+        if (!e.inert && !e.key.starts_with("infergate.")) {
+            path = e.key;
+            break;
+        }
+    }
+    if (path.empty()) {
+        for (const Extra& e : req.sampling_extras) {
+            if (!e.inert) {
+                path.assign(sampling_prefix(req.dialect)).append(e.key);
+                break;
+            }
+        }
+    }
+    if (path.empty()) {
+        return std::nullopt;
+    }
+    return bad_request("'" + path + "' cannot be carried to " + std::string(backend) +
+                           ": it has no equivalent there, and infergate passes such a setting "
+                           "only to a backend that speaks the client's own API; remove it",
+                       path);
+}
+
+std::string client_param(Dialect client, std::string_view name) {
+    struct Spelling {
+        Dialect dialect;
+        std::string_view name;
+        std::string_view path;
+    };
+    // Where a dialect's own name differs from the canonical one (api-dialects §10.5).
+    static constexpr Spelling kSpellings[] = {
+        {Dialect::sglang, "max_tokens", "sampling_params.max_new_tokens"},
+        {Dialect::sglang, "min_tokens", "sampling_params.min_new_tokens"},
+        {Dialect::sglang, "seed", "sampling_params.sampling_seed"},
+        {Dialect::sglang, "include_stop_str_in_output", "sampling_params.no_stop_trim"},
+        {Dialect::sglang, "logprobs", "return_logprob"},
+        {Dialect::tgi, "max_tokens", "parameters.max_new_tokens"},
+        {Dialect::tgi, "include_stop_str_in_output", "parameters.stop"},
+        {Dialect::ollama_generate, "max_tokens", "options.num_predict"},
+        {Dialect::ollama_generate, "repetition_penalty", "options.repeat_penalty"},
+        {Dialect::ollama_generate, "logprobs", "logprobs"},
+        {Dialect::ollama_chat, "max_tokens", "options.num_predict"},
+        {Dialect::ollama_chat, "repetition_penalty", "options.repeat_penalty"},
+        {Dialect::ollama_chat, "logprobs", "logprobs"},
+        {Dialect::llamacpp, "max_tokens", "n_predict"},
+        {Dialect::llamacpp, "repetition_penalty", "repeat_penalty"},
+        {Dialect::llamacpp, "logprobs", "n_probs"},
+        {Dialect::anthropic, "stop", "stop_sequences"},
+    };
+    for (const Spelling& s : kSpellings) {
+        if (s.dialect == client && s.name == name) {
+            return std::string(s.path);
+        }
+    }
+    std::string path(name == "logprobs" ? std::string_view() : sampling_prefix(client));
+    path.append(name);
+    return path;
+}
+
+Error unsupported_setting(Dialect client, std::string_view name, std::string_view backend,
+                          std::string_view instead) {
+    std::string param = client_param(client, name);
+    std::string message = "'" + param + "' has no equivalent in " + std::string(backend) + "; " +
+                          std::string(instead);
+    return bad_request(std::move(message), std::move(param));
 }
 
 Usage StreamState::aggregate_usage() const {

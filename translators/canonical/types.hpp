@@ -89,8 +89,19 @@ struct ChatMessage {
     std::string name;     // optional
 };
 
+// One logit bias: `bias` is added to token `token`'s logit before sampling (OpenAI's scale,
+// -100 to 100; -100 in practice bans the token).
+struct LogitBias {
+    int64_t token = 0;
+    double bias = 0;
+
+    bool operator==(const LogitBias&) const = default;
+};
+
 // Sampling settings. An empty optional means "the client did not say"; encoders then write the
 // client dialect's default explicitly where the backend's default differs (api-dialects §10.4).
+// Each encoder writes every setting under the name its engine reads, or refuses the request
+// with a 400 naming it: docs/dialects.md, "Parameters", has the table.
 struct SamplingParams {
     std::optional<int64_t> max_tokens;
     std::optional<double> temperature;
@@ -100,6 +111,11 @@ struct SamplingParams {
     std::optional<double> frequency_penalty;
     std::optional<double> presence_penalty;
     std::optional<double> repetition_penalty;
+    // Locally typical sampling (TGI, llama.cpp, Ollama); 1 means off.
+    std::optional<double> typical_p;
+    // How many recent tokens the penalties look at (llama.cpp, Ollama: 64 by default, -1 the
+    // whole context); it matters only while a penalty is in effect (penalties_active).
+    std::optional<int64_t> repeat_last_n;
     std::optional<int64_t> min_tokens;
     std::optional<int64_t> seed;
     std::optional<bool> ignore_eos;
@@ -109,6 +125,7 @@ struct SamplingParams {
     std::optional<bool> keep_stop_str;
     std::vector<std::string> stop;
     std::vector<int64_t> stop_token_ids;
+    std::vector<LogitBias> logit_bias;  // one entry per token, in the client's order
     int n = 1;
 
     bool operator==(const SamplingParams&) const = default;
@@ -119,6 +136,12 @@ struct SamplingParams {
 struct Extra {
     std::string key;
     std::string json;  // the value, serialized compactly
+    // The client's own server would not change its output for it: a key it does not read, a
+    // null or the documented default ("watermark": false), a setting with no effect on the text
+    // (OpenAI's `user`, Ollama's `keep_alive` and runner options). A backend of another family
+    // goes without it; any other extra is refused there (refuse_foreign_extras). Set by the
+    // client's decoder, which knows its server.
+    bool inert = false;
 };
 
 struct GenerationRequest {
@@ -154,6 +177,58 @@ struct GenerationRequest {
     std::vector<Extra> extras;           // unknown top-level keys
     std::vector<Extra> sampling_extras;  // unknown keys inside SGLang sampling_params
 };
+
+// ---------------------------------------------------------------------------------------------
+// Parameters across dialects
+// ---------------------------------------------------------------------------------------------
+
+// A logit_bias key as OpenAI, vLLM and SGLang read it: a token id written in decimal digits
+// (Python's int() of the key; at most 10 digits, at most 2^31 - 1). nullopt for anything else.
+std::optional<int64_t> token_id_key(std::string_view key);
+
+// Adds `bias` for `token`: one entry per token, at the place of its first appearance, with the
+// last value (as a Python dict keyed by token reads a list of pairs).
+void add_logit_bias(std::vector<LogitBias>& biases, int64_t token, double bias);
+
+// The biases of an object {"<token id>": bias, ...} from its members in wire order (keys
+// unescaped), as the Python servers read it: json.loads keeps a repeated key at its first place
+// with its last value, then int() of the keys merges spellings of one token ("7", "007") the
+// same way. Returns the first key that is not a token id, or nullopt when all are.
+std::optional<std::string> logit_bias_from_object(
+    const std::vector<std::pair<std::string, double>>& members, std::vector<LogitBias>& out);
+
+// A decoder's rule for Extra::inert: `key` is inert with any value ("*") or with one of the
+// compact JSON texts in `values`, separated by '|' ("false|0"). A null value always is.
+struct InertRule {
+    std::string_view key;
+    std::string_view values;
+};
+bool is_inert(std::string_view key, std::string_view json, const InertRule* rules, size_t count);
+template <size_t N>
+bool is_inert(std::string_view key, std::string_view json, const InertRule (&rules)[N]) {
+    return is_inert(key, json, rules, N);
+}
+
+// Whether a repetition, frequency or presence penalty is in effect: only then does
+// repeat_last_n (the penalties' window) change anything.
+bool penalties_active(const SamplingParams& s);
+
+// The first client parameter of `req` that a backend of another dialect family cannot carry
+// (an extra that is not inert), as a 400 that names it by its path in the client's body
+// (`options.mirostat`, `sampling_params.regex`, `parameters.grammar`) and says that only a
+// backend speaking the client's own dialect takes it. `backend` names the backend for the
+// message ("a TGI backend"). nullopt when there is none.
+std::optional<Error> refuse_foreign_extras(const GenerationRequest& req, std::string_view backend);
+
+// Where a client of `client` wrote the setting the canonical model calls `name` (the field
+// names of SamplingParams, and `include_stop_str_in_output` for keep_stop_str): "max_tokens" is
+// `options.num_predict` to an Ollama client, `sampling_params.max_new_tokens` to an SGLang one.
+std::string client_param(Dialect client, std::string_view name);
+
+// A 400 for a setting `backend` has no way to honour, named as the client wrote it
+// (client_param): "'<param>' has no equivalent in <backend>; <instead>".
+Error unsupported_setting(Dialect client, std::string_view name, std::string_view backend,
+                          std::string_view instead);
 
 // ---------------------------------------------------------------------------------------------
 // Results

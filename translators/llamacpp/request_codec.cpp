@@ -16,14 +16,94 @@ using canonical::Prompt;
 using OptErr = std::optional<Error>;
 
 // Keys this decoder reads; everything else is kept in `extras` for a llama.cpp backend.
-constexpr std::array<std::string_view, 19> kKnownKeys = {
+// clang-format off
+constexpr std::array<std::string_view, 21> kKnownKeys = {
     "prompt",           "n_predict",         "max_tokens",   "temperature", "top_k",
     "top_p",            "min_p",             "stop",         "seed",        "repeat_penalty",
     "presence_penalty", "frequency_penalty", "n_probs",      "logprobs",    "stream",
-    "ignore_eos",       "model",             "n_cmpl",       "n"};
+    "ignore_eos",       "model",             "n_cmpl",       "n",           "typical_p",
+    "repeat_last_n"};
+// clang-format on
 
 bool is_known(std::string_view k) {
     return std::find(kKnownKeys.begin(), kKnownKeys.end(), k) != kKnownKeys.end();
+}
+
+// The other settings llama-server reads (server.cpp params_from_json); it ignores every key not
+// listed, so those are inert. Of these, the ones that do not change the text (prompt caching,
+// slot choice, speculative decoding, what a context shift keeps) or only matter beside another
+// one (mirostat_tau without mirostat) are inert too, and so is each at the value meaning "off".
+// clang-format off
+constexpr std::string_view kOwnKeys[] = {
+    "n_indent", "n_keep", "n_discard", "t_max_predict_ms", "response_fields", "xtc_probability",
+    "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "dry_multiplier", "dry_base",
+    "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "mirostat",
+    "mirostat_tau", "mirostat_eta", "min_keep", "post_sampling_probs", "lora", "json_schema",
+    "grammar", "grammar_lazy", "grammar_triggers", "preserved_tokens", "chat_format",
+    "samplers", "logit_bias", "timings_per_token", "return_tokens", "cache_prompt", "id_slot",
+    "speculative.n_min", "speculative.n_max", "speculative.p_min", "image_data",
+    "multimodal_data"};
+constexpr canonical::InertRule kInert[] = {
+    {"n_keep", "*"}, {"n_discard", "*"}, {"cache_prompt", "*"}, {"id_slot", "*"},
+    {"speculative.n_min", "*"}, {"speculative.n_max", "*"}, {"speculative.p_min", "*"},
+    {"xtc_threshold", "*"}, {"dynatemp_exponent", "*"}, {"dry_base", "*"},
+    {"dry_allowed_length", "*"}, {"dry_penalty_last_n", "*"}, {"dry_sequence_breakers", "*"},
+    {"mirostat_tau", "*"}, {"mirostat_eta", "*"}, {"n_indent", "0"},
+    {"t_max_predict_ms", "0|-1"}, {"response_fields", "[]"}, {"xtc_probability", "0|0.0"},
+    {"dynatemp_range", "0|0.0"}, {"dry_multiplier", "0|0.0"}, {"mirostat", "0"},
+    {"min_keep", "0"}, {"post_sampling_probs", "false"}, {"json_schema", "{}"},
+    {"grammar", "\"\""}, {"grammar_lazy", "false"}, {"grammar_triggers", "[]"},
+    {"preserved_tokens", "[]"}, {"logit_bias", "[]|{}"}, {"timings_per_token", "false"},
+    {"return_tokens", "false"}, {"image_data", "[]"}, {"multimodal_data", "[]"}};
+// clang-format on
+
+bool is_inert_extra(std::string_view key, std::string_view json) {
+    if (std::find(std::begin(kOwnKeys), std::end(kOwnKeys), key) == std::end(kOwnKeys)) {
+        return true;
+    }
+    return canonical::is_inert(key, json, kInert);
+}
+
+// logit_bias in llama.cpp's forms: [[id, bias], ...] (bias a number, or false to ban the token)
+// or, in later releases, {"<id>": bias}. True when every entry names a token by its id and has
+// a number: that much is canonical; token text (["Hello", -1]) or a ban (false) stays llama.cpp's
+// own, passed on as it is to a llama.cpp backend only.
+bool read_logit_bias(const json::Value& v, canonical::SamplingParams& s) {
+    std::vector<canonical::LogitBias> biases;
+    if (v.IsArray()) {
+        for (const json::Value& e : v.GetArray()) {
+            if (!e.IsArray() || e.Size() != 2 || !e[0].IsInt64() || e[0].GetInt64() < 0 ||
+                !e[1].IsNumber()) {
+                return false;
+            }
+            // llama.cpp applies every pair; two for one token add up.
+            bool merged = false;
+            for (canonical::LogitBias& b : biases) {
+                if (b.token == e[0].GetInt64()) {
+                    b.bias += e[1].GetDouble();
+                    merged = true;
+                }
+            }
+            if (!merged) {
+                biases.push_back({e[0].GetInt64(), e[1].GetDouble()});
+            }
+        }
+    } else if (v.IsObject()) {
+        std::vector<std::pair<std::string, double>> members;
+        for (const auto& m : v.GetObject()) {
+            if (!m.value.IsNumber()) {
+                return false;
+            }
+            members.emplace_back(std::string(json::view(m.name)), m.value.GetDouble());
+        }
+        if (canonical::logit_bias_from_object(members, biases)) {
+            return false;
+        }
+    } else {
+        return false;
+    }
+    s.logit_bias = std::move(biases);
+    return true;
 }
 
 // A token array: every element an integer. Mixed arrays ([12, "text", 56]) are one prompt in
@@ -151,6 +231,8 @@ OptErr read_sampling(const json::Value& doc, GenerationRequest& req) {
         s.seed = seed;
     }
     s.repetition_penalty = json::get_number(doc, "repeat_penalty", "repeat_penalty", err);
+    s.typical_p = json::get_number(doc, "typical_p", "typical_p", err);
+    s.repeat_last_n = json::get_int(doc, "repeat_last_n", "repeat_last_n", err, -1);
     s.presence_penalty = json::get_number(doc, "presence_penalty", "presence_penalty", err);
     s.frequency_penalty = json::get_number(doc, "frequency_penalty", "frequency_penalty", err);
     s.ignore_eos = json::get_bool(doc, "ignore_eos", "ignore_eos", err);
@@ -209,10 +291,12 @@ OptErr refuse(const GenerationRequest& req) {
     }
     const canonical::SamplingParams& s = req.sampling;
     if (s.n > 1) {
+        const std::string param = canonical::client_param(req.dialect, "n");
         return canonical::bad_request(
-            "n > 1 is not supported towards a llama.cpp /completion backend (its support varies "
-            "by build); send n = 1 or one request per sample",
-            "n");
+            "'" + param +
+                "': n > 1 is not supported towards a llama.cpp /completion backend (its support "
+                "varies by build); send n = 1 or one request per sample",
+            param);
     }
     for (const canonical::SamplingParams& item : req.item_sampling) {
         if (!(item == req.item_sampling.front())) {
@@ -227,23 +311,32 @@ OptErr refuse(const GenerationRequest& req) {
             "echo is not supported by a llama.cpp /completion backend; send echo = false",
             "echo");
     }
-    if (!s.stop_token_ids.empty()) {
-        return canonical::bad_request(
-            "stop_token_ids are not supported by a llama.cpp backend; use stop strings",
-            "stop_token_ids");
-    }
-    if (s.min_tokens && *s.min_tokens > 0) {
-        return canonical::bad_request(
-            "min_tokens is not supported by a llama.cpp backend; leave it out", "min_tokens");
-    }
-    if (s.keep_stop_str && *s.keep_stop_str) {
-        return canonical::bad_request(
-            "keeping the stop string in the output is not supported by a llama.cpp backend "
-            "(it always trims it)",
-            "no_stop_trim");
-    }
     if (req.prompts.empty()) {
         return canonical::bad_request("the request has no prompt", "prompt");
+    }
+    static constexpr std::string_view kBackend = "a llama.cpp backend";
+    const auto unsupported = [&req](std::string_view param, std::string_view instead) {
+        return canonical::unsupported_setting(req.dialect, param, kBackend, instead);
+    };
+    if (!s.stop_token_ids.empty()) {
+        return unsupported("stop_token_ids", "use stop strings");
+    }
+    if (s.min_tokens && *s.min_tokens > 0) {
+        return unsupported("min_tokens", "leave it out");
+    }
+    if (s.keep_stop_str && *s.keep_stop_str) {
+        return unsupported("include_stop_str_in_output",
+                           "keeping the stop string in the output is not possible (llama.cpp "
+                           "always trims it); send the request without stop strings, or without "
+                           "include_stop_str_in_output / no_stop_trim");
+    }
+    if (!s.skip_special_tokens.value_or(true)) {
+        return unsupported(
+            "skip_special_tokens",
+            "llama-server writes special tokens only when started with --special; leave it out");
+    }
+    if (req.dialect != Dialect::llamacpp) {
+        return canonical::refuse_foreign_extras(req, "a llama.cpp backend");
     }
     return std::nullopt;
 }
@@ -281,8 +374,13 @@ Result<GenerationRequest> LlamacppCodec::decode_request(std::string_view body) c
     }
     for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
         const std::string_view k(it->name.GetString(), it->name.GetStringLength());
+        if (k == "logit_bias" && read_logit_bias(it->value, req.sampling)) {
+            continue;
+        }
         if (!is_known(k)) {
-            req.extras.push_back({std::string(k), json::to_string(it->value)});
+            std::string value = json::to_string(it->value);
+            const bool inert = is_inert_extra(k, value);
+            req.extras.push_back({std::string(k), std::move(value), inert});
         }
     }
     return req;
@@ -306,7 +404,9 @@ Result<std::string> LlamacppCodec::encode_request(const GenerationRequest& req,
     json::Writer w(os);
     w.StartObject();
     wire::key(w, "prompt");
-    if (req.prompt_is_list || req.prompts.size() > 1) {
+    // A list of one is written as that prompt: llama-server answers both alike (one result is
+    // sent as an object, not a list), and the client still gets its dialect's answer to a list.
+    if (req.prompts.size() > 1) {
         w.StartArray();
         for (const Prompt& p : req.prompts) {
             write_prompt(w, p);
@@ -331,8 +431,23 @@ Result<std::string> LlamacppCodec::encode_request(const GenerationRequest& req,
     write_number(w, "min_p", s.min_p);
     write_int(w, "seed", s.seed);
     write_number(w, "repeat_penalty", s.repetition_penalty);
+    write_int(w, "repeat_last_n", s.repeat_last_n);
     write_number(w, "presence_penalty", s.presence_penalty);
     write_number(w, "frequency_penalty", s.frequency_penalty);
+    write_number(w, "typical_p", s.typical_p);
+    if (!s.logit_bias.empty()) {
+        // The [[id, bias], ...] form: the only one llama-server reads before 2026 (an OpenAI-style
+        // object is ignored there).
+        wire::key(w, "logit_bias");
+        w.StartArray();
+        for (const canonical::LogitBias& b : s.logit_bias) {
+            w.StartArray();
+            w.Int64(b.token);
+            w.Double(b.bias);
+            w.EndArray();
+        }
+        w.EndArray();
+    }
     if (s.ignore_eos) {
         wire::key(w, "ignore_eos");
         w.Bool(*s.ignore_eos);

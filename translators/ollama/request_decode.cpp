@@ -1,5 +1,7 @@
 // Client side: an Ollama /api/generate or /api/chat body to the canonical request.
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "translators/ollama/impl.hpp"
@@ -24,6 +26,25 @@ bool is_known_key(std::string_view key, Api api) {
         return key == "prompt" || key == "system" || key == "raw";
     }
     return key == "messages";
+}
+
+// Top-level keys Ollama reads that change the text it generates (api/types.go, GenerateRequest
+// and ChatRequest); any other key it ignores. keep_alive (how long the model stays loaded),
+// truncate and shift (what happens when the context overflows) change nothing in the text;
+// images are refused through non_text_content, top_logprobs is carried canonically.
+// clang-format off
+constexpr std::string_view kMeaningful[] = {"suffix", "template", "context", "format", "think",
+                                            "tools", "logprobs", "_debug_render_only"};
+constexpr canonical::InertRule kInert[] = {
+    {"suffix", "\"\""}, {"template", "\"\""}, {"context", "[]"}, {"format", "\"\""},
+    {"tools", "[]"}, {"logprobs", "false"}, {"_debug_render_only", "false"}};
+// clang-format on
+
+bool is_inert_extra(std::string_view key, std::string_view json) {
+    if (std::find(std::begin(kMeaningful), std::end(kMeaningful), key) == std::end(kMeaningful)) {
+        return true;
+    }
+    return canonical::is_inert(key, json, kInert);
 }
 
 OptErr read_stop(const json::Value& options, canonical::SamplingParams& s) {
@@ -74,7 +95,13 @@ OptErr read_options(const json::Value& doc, GenerationRequest& req) {
     s.top_p = json::get_number(*options, "top_p", "options.top_p", err, 0.0, 1.0);
     s.top_k = json::get_int(*options, "top_k", "options.top_k", err);
     s.min_p = json::get_number(*options, "min_p", "options.min_p", err, 0.0, 1.0);
+    // A negative seed is Ollama's "random" (its default is -1): no seed of our own.
     s.seed = json::get_int(*options, "seed", "options.seed", err);
+    if (s.seed && *s.seed < 0) {
+        s.seed.reset();
+    }
+    s.typical_p = json::get_number(*options, "typical_p", "options.typical_p", err);
+    s.repeat_last_n = json::get_int(*options, "repeat_last_n", "options.repeat_last_n", err, -1);
     s.repetition_penalty =
         json::get_number(*options, "repeat_penalty", "options.repeat_penalty", err);
     s.presence_penalty =
@@ -91,11 +118,16 @@ OptErr read_options(const json::Value& doc, GenerationRequest& req) {
         const std::string_view key = json::view(it->name);
         if (key == "num_predict" || key == "temperature" || key == "top_p" || key == "top_k" ||
             key == "min_p" || key == "seed" || key == "repeat_penalty" ||
-            key == "presence_penalty" || key == "frequency_penalty" || key == "stop") {
+            key == "presence_penalty" || key == "frequency_penalty" || key == "stop" ||
+            key == "typical_p" || key == "repeat_last_n") {
             continue;
         }
-        // num_ctx, typical_p, repeat_last_n, ...: only an Ollama backend understands them.
-        req.sampling_extras.push_back({std::string(key), json::to_string(it->value)});
+        // What is left: the runner's settings (num_ctx, num_batch, num_gpu, main_gpu, use_mmap,
+        // num_thread, draft_num_predict: how the model is loaded, not how it samples) and
+        // num_keep (what a context shift keeps), which other engines fix at start-up; and keys
+        // Ollama ignores ("invalid option provided": mirostat, tfs_z, penalize_newline, ... are
+        // gone from its Options). Only an Ollama backend gets them; all are inert.
+        req.sampling_extras.push_back({std::string(key), json::to_string(it->value), true});
     }
     return std::nullopt;
 }
@@ -223,7 +255,9 @@ Result<GenerationRequest> decode_request(std::string_view body, Api api) {
     for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
         const std::string_view key = json::view(it->name);
         if (!is_known_key(key, api)) {
-            req.extras.push_back({std::string(key), json::to_string(it->value)});
+            std::string value = json::to_string(it->value);
+            const bool inert = is_inert_extra(key, value);
+            req.extras.push_back({std::string(key), std::move(value), inert});
         }
     }
     return req;

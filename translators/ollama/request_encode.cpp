@@ -33,10 +33,11 @@ bool generate_shaped(const GenerationRequest& req) {
 
 std::optional<canonical::Error> check(const GenerationRequest& req, const SamplingParams& s) {
     if (s.n > 1) {
-        return bad_request(
-            "n > 1 cannot be sent to an Ollama backend: it generates one answer per request; "
-            "send n = 1 (or one request per answer)",
-            "n");
+        const std::string param = canonical::client_param(req.dialect, "n");
+        return bad_request("'" + param +
+                               "' > 1 cannot be sent to an Ollama backend (n > 1): it generates "
+                               "one answer per request; send n = 1 (or one request per answer)",
+                           param);
     }
     if (req.kind == RequestKind::completion) {
         if (req.prompts.size() != 1) {
@@ -67,27 +68,36 @@ std::optional<canonical::Error> check(const GenerationRequest& req, const Sampli
             "send text-only content",
             "messages");
     }
+    static constexpr std::string_view kBackend = "an Ollama backend";
+    const auto unsupported = [&req](std::string_view param, std::string_view instead) {
+        return canonical::unsupported_setting(req.dialect, param, kBackend, instead);
+    };
     if (s.ignore_eos.value_or(false)) {
-        return bad_request("ignore_eos is not supported by an Ollama backend; leave it out",
-                           "ignore_eos");
+        return unsupported("ignore_eos", "leave it out");
     }
     if (!s.stop_token_ids.empty()) {
-        return bad_request(
-            "stop_token_ids are not supported by an Ollama backend; use stop strings",
-            "stop_token_ids");
+        return unsupported("stop_token_ids", "use stop strings");
     }
     if (s.min_tokens.value_or(0) > 0) {
-        return bad_request("min_tokens is not supported by an Ollama backend; leave it out",
-                           "min_tokens");
+        return unsupported("min_tokens", "leave it out");
     }
     if (s.keep_stop_str.value_or(false)) {
         // Ollama's runners always strip the matched stop string (api-dialects §10.6); a TGI
         // client (or include_stop_str_in_output / no_stop_trim) expects it in the text.
-        return bad_request(
-            "keeping the matched stop string in the output is not supported by an Ollama "
-            "backend (it always strips it); send the request without stop strings, or without "
-            "include_stop_str_in_output / no_stop_trim",
-            "stop");
+        return unsupported("include_stop_str_in_output",
+                           "keeping the matched stop string in the output is not possible (Ollama "
+                           "always strips it); send the request without stop strings, or without "
+                           "include_stop_str_in_output / no_stop_trim");
+    }
+    if (!s.logit_bias.empty()) {
+        return unsupported("logit_bias", "Ollama has no logit bias; leave it out");
+    }
+    if (!s.skip_special_tokens.value_or(true)) {
+        return unsupported("skip_special_tokens",
+                           "Ollama never writes special tokens; leave it out");
+    }
+    if (!is_ollama(req.dialect)) {
+        return canonical::refuse_foreign_extras(req, kBackend);
     }
     return std::nullopt;
 }
@@ -120,8 +130,10 @@ void write_options(json::Writer& w, const GenerationRequest& req, const Sampling
     json::write_optional(w, "min_p", s.min_p);
     json::write_optional(w, "seed", s.seed);
     json::write_optional(w, "repeat_penalty", s.repetition_penalty);
+    json::write_optional(w, "repeat_last_n", s.repeat_last_n);
     json::write_optional(w, "presence_penalty", s.presence_penalty);
     json::write_optional(w, "frequency_penalty", s.frequency_penalty);
+    json::write_optional(w, "typical_p", s.typical_p);
     if (!s.stop.empty()) {
         json::key(w, "stop");
         w.StartArray();

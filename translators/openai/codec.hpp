@@ -1,4 +1,7 @@
 #pragma once
+
+#include <optional>
+
 #include "translators/codec.hpp"
 
 namespace infergate::translators::openai {
@@ -6,4 +9,11 @@ namespace infergate::translators::openai {
 const Codec& completions_codec();
 // POST /v1/chat/completions.
 const Codec& chat_codec();
+
+// A 400 naming a setting of `req` that the OpenAI-compatible layer of `flavor` cannot honour
+// (TGI's and llama.cpp's have no min_tokens or stop token ids, vLLM's no typical_p, ...); nullopt
+// when every one can be carried. The encoders check it, and the exchange before the
+// same-dialect fast path, which forwards the client's own bytes.
+std::optional<canonical::Error> check_upstream_settings(const GenerationRequest& req,
+                                                        Flavor flavor);
 }  // namespace infergate::translators::openai

@@ -23,7 +23,16 @@ constexpr std::string_view kCommonKeys[] = {
     "model", "max_tokens", "temperature", "top_p", "n", "stop", "seed", "presence_penalty",
     "frequency_penalty", "stream", "stream_options", "logprobs", "top_k", "min_p",
     "repetition_penalty", "ignore_eos", "min_tokens", "stop_token_ids", "skip_special_tokens",
-    "include_stop_str_in_output"};
+    "include_stop_str_in_output", "logit_bias"};
+// Extras OpenAI-compatible servers read without changing the text they generate (who asks, for
+// their logs and billing), or at the value that means "off": another family goes without them.
+constexpr canonical::InertRule kInert[] = {
+    {"user", "*"}, {"metadata", "*"}, {"store", "*"}, {"service_tier", "*"},
+    {"safety_identifier", "*"}, {"prompt_cache_key", "*"}, {"parallel_tool_calls", "*"},
+    {"best_of", "1"}, {"suffix", "\"\""}, {"echo", "false"}, {"tools", "[]"},
+    {"functions", "[]"}, {"tool_choice", "\"none\"|\"auto\""},
+    {"function_call", "\"none\"|\"auto\""}, {"response_format", "{\"type\":\"text\"}"},
+    {"modalities", "[\"text\"]"}};
 // clang-format on
 constexpr std::string_view kCompletionsKeys[] = {"prompt", "echo"};
 constexpr std::string_view kChatKeys[] = {"messages", "max_completion_tokens", "top_logprobs"};
@@ -293,6 +302,39 @@ std::optional<canonical::Error> decode_stop(const json::Value* stop, SamplingPar
         "'stop' must be a string or a list of strings, got " + json::to_string(*stop), "stop");
 }
 
+// logit_bias: {"<token id>": bias} with biases from -100 to 100, as OpenAI defines it (vLLM and
+// SGLang read the same object).
+std::optional<canonical::Error> decode_logit_bias(const json::Value* v, SamplingParams& s) {
+    if (v == nullptr || v->IsNull()) {
+        return std::nullopt;
+    }
+    if (!v->IsObject()) {
+        return bad_request(
+            "'logit_bias' must be an object that maps token ids to biases, like "
+            "{\"50256\": -100}, got " +
+                std::string(json::type_name(*v)),
+            "logit_bias");
+    }
+    std::vector<std::pair<std::string, double>> members;
+    members.reserve(v->MemberCount());
+    for (const auto& m : v->GetObject()) {
+        std::string key(json::view(m.name));
+        if (!m.value.IsNumber() || !(m.value.GetDouble() >= -100 && m.value.GetDouble() <= 100)) {
+            return bad_request("'logit_bias' values must be numbers between -100 and 100, got " +
+                                   json::to_string(m.value) + " for \"" + key + "\"",
+                               "logit_bias");
+        }
+        members.emplace_back(std::move(key), m.value.GetDouble());
+    }
+    if (auto bad = canonical::logit_bias_from_object(members, s.logit_bias)) {
+        return bad_request(
+            "'logit_bias' keys must be token ids (decimal integers such as \"50256\"), got \"" +
+                *bad + "\"",
+            "logit_bias");
+    }
+    return std::nullopt;
+}
+
 std::optional<canonical::Error> decode_stop_token_ids(const json::Value* ids, SamplingParams& s) {
     if (ids == nullptr || ids->IsNull()) {
         return std::nullopt;
@@ -398,6 +440,9 @@ std::optional<canonical::Error> decode_sampling(const json::Value& doc, Api api,
     if (auto err = decode_stop(json::find(doc, "stop"), s)) {
         return err;
     }
+    if (auto err = decode_logit_bias(json::find(doc, "logit_bias"), s)) {
+        return err;
+    }
     return decode_stop_token_ids(json::find(doc, "stop_token_ids"), s);
 }
 
@@ -446,7 +491,9 @@ Result<GenerationRequest> decode_request(std::string_view body, Api api) {
     for (const auto& member : doc.GetObject()) {
         const std::string_view key = json::view(member.name);
         if (!is_known_key(key, api)) {
-            req.extras.push_back({std::string(key), json::to_string(member.value)});
+            std::string value = json::to_string(member.value);
+            const bool inert = canonical::is_inert(key, value, kInert);
+            req.extras.push_back({std::string(key), std::move(value), inert});
         }
     }
     return req;

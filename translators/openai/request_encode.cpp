@@ -4,6 +4,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "translators/openai/codec.hpp"
 #include "translators/openai/request_codec.hpp"
 
 namespace infergate::translators::openai {
@@ -77,19 +78,147 @@ void write_messages(json::Writer& w, const GenerationRequest& req) {
     w.EndArray();
 }
 
+// The backend's name in messages.
+std::string_view backend_name(Flavor flavor) {
+    switch (flavor) {
+        case Flavor::tgi:
+            return "TGI's OpenAI-compatible chat route";
+        case Flavor::llamacpp:
+            return "llama.cpp's OpenAI-compatible chat route";
+        case Flavor::vllm:
+            return "a vLLM backend";
+        case Flavor::sglang:
+            return "SGLang's OpenAI-compatible route";
+        case Flavor::openai:
+            return "the OpenAI API";
+        case Flavor::generic:
+            break;
+    }
+    return "an OpenAI-compatible backend";
+}
+
+void write_logit_bias(json::Writer& w, const std::vector<canonical::LogitBias>& biases,
+                      Flavor flavor) {
+    if (biases.empty()) {
+        return;
+    }
+    json::key(w, "logit_bias");
+    if (flavor == Flavor::llamacpp) {
+        // llama-server reads only its own [[id, bias], ...] form (server.cpp params_from_json,
+        // up to 2026); OpenAI's object would be ignored.
+        w.StartArray();
+        for (const canonical::LogitBias& b : biases) {
+            w.StartArray();
+            w.Int64(b.token);
+            w.Double(b.bias);
+            w.EndArray();
+        }
+        w.EndArray();
+        return;
+    }
+    w.StartObject();
+    for (const canonical::LogitBias& b : biases) {
+        const std::string id = std::to_string(b.token);
+        json::key(w, id);
+        w.Double(b.bias);
+    }
+    w.EndObject();
+}
+
+// TGI's chat route reads `presence_penalty` as a repetition penalty of presence_penalty + 2
+// (router/src/lib.rs, ChatRequest::try_into_generate) and has no top_k, min_p, typical_p or
+// logit_bias (logit_bias is parsed and never used); llama.cpp's reads every /completion
+// setting under llama.cpp's names but has no min_tokens, stop token ids or way to keep the stop
+// string or special tokens; vLLM, SGLang and the OpenAI API have no typical_p or penalty window.
+std::optional<canonical::Error> check_settings(const SamplingParams& s, Flavor flavor,
+                                               canonical::Dialect client) {
+    const std::string_view name = backend_name(flavor);
+    const auto unsupported_setting = [client](std::string_view param, std::string_view backend,
+                                              std::string_view instead) {
+        return canonical::unsupported_setting(client, param, backend, instead);
+    };
+    if (flavor != Flavor::llamacpp) {
+        if (s.typical_p.value_or(1.0) != 1.0) {
+            return unsupported_setting("typical_p", name,
+                                       "use top_p or min_p, or leave typical_p at 1 (off)");
+        }
+        if (s.repeat_last_n && canonical::penalties_active(s)) {
+            return unsupported_setting(
+                "repeat_last_n", name,
+                "its penalties look at the whole text; leave repeat_last_n out");
+        }
+    }
+    if (flavor == Flavor::tgi) {
+        if (s.top_k.value_or(0) > 0) {
+            return unsupported_setting("top_k", name, "use top_p, or the native /generate route");
+        }
+        if (s.min_p.value_or(0) > 0) {
+            return unsupported_setting("min_p", name, "use top_p");
+        }
+        if (s.presence_penalty.value_or(0) != 0) {
+            return unsupported_setting(
+                "presence_penalty", name,
+                "it reads presence_penalty as a repetition penalty; use frequency_penalty or "
+                "repetition_penalty");
+        }
+        if (!s.logit_bias.empty()) {
+            return unsupported_setting("logit_bias", name,
+                                       "it accepts logit_bias but never applies it; leave it out");
+        }
+        if (s.top_p && *s.top_p <= 0) {
+            return unsupported_setting("top_p", name, "TGI requires 0 < top_p; raise it");
+        }
+        if (s.ignore_eos.value_or(false)) {
+            return unsupported_setting("ignore_eos", name, "leave it out");
+        }
+    }
+    if (flavor == Flavor::tgi || flavor == Flavor::llamacpp) {
+        if (s.n > 1) {
+            // TGI's route ignores n, llama.cpp's refuses it (proxy/pairing.cpp says so first).
+            return unsupported_setting("n", name, "it makes one answer per request; use n = 1");
+        }
+        if (s.min_tokens.value_or(0) > 0) {
+            return unsupported_setting("min_tokens", name, "leave it out");
+        }
+        if (!s.stop_token_ids.empty()) {
+            return unsupported_setting("stop_token_ids", name, "use stop strings");
+        }
+        if (!s.skip_special_tokens.value_or(true)) {
+            return unsupported_setting("skip_special_tokens", name,
+                                       "it never writes special tokens; leave it out");
+        }
+    }
+    if (flavor == Flavor::llamacpp && s.keep_stop_str.value_or(false)) {
+        return unsupported_setting("include_stop_str_in_output", name,
+                                   "llama.cpp always cuts the matched stop string; leave it out");
+    }
+    return std::nullopt;
+}
 
 void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRequest& req,
                     const UpstreamOptions& options, Api api) {
+    const Flavor flavor = options.flavor;
     // Always explicit: a backend's own default differs from what the client's dialect promised
     // (an OpenAI completions client that omits max_tokens expects 16 tokens, not "until EOS").
+    // Chat: `max_tokens` is the name every OpenAI-compatible server reads (vLLM and SGLang read
+    // both, TGI takes max_completion_tokens only as an alias in recent releases and refuses the
+    // two together, llama-server before 2026 reads max_tokens only); the OpenAI API itself
+    // wants max_completion_tokens (its reasoning models refuse max_tokens).
     const std::optional<int64_t> max_tokens = effective_max_tokens(s, req.dialect);
     if (max_tokens) {
-        const bool legacy_name = api == Api::completions || options.flavor != Flavor::generic;
-        json::key(w, legacy_name ? "max_tokens" : "max_completion_tokens");
+        const bool new_name = api == Api::chat && flavor == Flavor::openai;
+        json::key(w, new_name ? "max_completion_tokens" : "max_tokens");
         w.Int64(*max_tokens);
+    } else if (api == Api::completions) {
+        // The client's dialect means "until EOS or the end of the context" (Ollama, llama.cpp,
+        // TGI): null says so to vLLM; left out, /v1/completions would stop after 16 tokens.
+        json::key(w, "max_tokens");
+        w.Null();
     }
     json::write_optional(w, "temperature", s.temperature);
-    json::write_optional(w, "top_p", s.top_p);
+    if (flavor != Flavor::tgi || s.top_p.value_or(0) < 1) {
+        json::write_optional(w, "top_p", s.top_p);  // TGI refuses 1, which means off
+    }
     if (s.n != 1) {
         json::key(w, "n");
         w.Int(s.n);
@@ -103,8 +232,18 @@ void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRe
         w.EndArray();
     }
     json::write_optional(w, "seed", s.seed);
-    json::write_optional(w, "presence_penalty", s.presence_penalty);
+    if (flavor == Flavor::tgi) {
+        // TGI's repetition penalty, spelled the only way its chat route reads one (see
+        // check_settings); 1 is no penalty, TGI's default.
+        if (s.repetition_penalty.value_or(1.0) != 1.0) {
+            json::key(w, "presence_penalty");
+            w.Double(*s.repetition_penalty - 2.0);
+        }
+    } else {
+        json::write_optional(w, "presence_penalty", s.presence_penalty);
+    }
     json::write_optional(w, "frequency_penalty", s.frequency_penalty);
+    write_logit_bias(w, s.logit_bias, flavor);
     if (api == Api::completions && req.echo) {
         json::key(w, "echo");
         w.Bool(true);
@@ -119,6 +258,19 @@ void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRe
             json::write_optional(w, "top_logprobs", req.top_logprobs);
         }
     }
+    if (flavor == Flavor::tgi) {
+        return;  // check_settings refused everything else TGI's chat route would ignore
+    }
+    if (flavor == Flavor::llamacpp) {
+        // llama.cpp's own names, which its chat route reads as /completion does.
+        json::write_optional(w, "top_k", s.top_k);
+        json::write_optional(w, "min_p", s.min_p);
+        json::write_optional(w, "repeat_penalty", s.repetition_penalty);
+        json::write_optional(w, "typical_p", s.typical_p);
+        json::write_optional(w, "repeat_last_n", s.repeat_last_n);
+        json::write_optional(w, "ignore_eos", s.ignore_eos);
+        return;
+    }
     json::write_optional(w, "top_k", s.top_k);
     json::write_optional(w, "min_p", s.min_p);
     json::write_optional(w, "repetition_penalty", s.repetition_penalty);
@@ -129,10 +281,19 @@ void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRe
         write_token_ids(w, s.stop_token_ids);
     }
     json::write_optional(w, "skip_special_tokens", s.skip_special_tokens);
-    json::write_optional(w, "include_stop_str_in_output", s.keep_stop_str);
+    // SGLang's OpenAI layer spells vLLM's include_stop_str_in_output `no_stop_trim`.
+    json::write_optional(w,
+                         flavor == Flavor::sglang ? "no_stop_trim" : "include_stop_str_in_output",
+                         s.keep_stop_str);
 }
 
 }  // namespace
+
+std::optional<canonical::Error> check_upstream_settings(const GenerationRequest& req,
+                                                        Flavor flavor) {
+    const SamplingParams* sampling = shared_sampling(req);
+    return sampling == nullptr ? std::nullopt : check_settings(*sampling, flavor, req.dialect);
+}
 
 Result<std::string> encode_request(const GenerationRequest& req, const UpstreamOptions& options,
                                    Api api) {
@@ -164,6 +325,16 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
             "request — send one sampling_params object",
             "sampling_params");
     }
+    if (auto err = check_settings(*sampling, options.flavor, req.dialect)) {
+        return std::move(*err);
+    }
+    const bool openai_client = req.dialect == canonical::Dialect::openai_completions ||
+                               req.dialect == canonical::Dialect::openai_chat;
+    if (!openai_client) {
+        if (auto err = canonical::refuse_foreign_extras(req, backend_name(options.flavor))) {
+            return std::move(*err);
+        }
+    }
 
     std::string body;
     body.reserve(256 + (req.prompts.empty() ? 0 : req.prompts.front().text.size()) +
@@ -185,8 +356,7 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     }
     write_sampling(w, *sampling, req, options, api);
     // Unknown keys only survive to a backend of the family they were written for.
-    if (req.dialect == canonical::Dialect::openai_completions ||
-        req.dialect == canonical::Dialect::openai_chat) {
+    if (openai_client) {
         for (const canonical::Extra& extra : req.extras) {
             json::key(w, extra.key);
             json::write_raw(w, extra.json);
@@ -203,7 +373,7 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
             w.StartObject();
             json::key(w, "include_usage");
             w.Bool(true);
-            if (options.flavor != Flavor::generic) {
+            if (has_running_usage(options.flavor)) {
                 json::key(w, "continuous_usage_stats");
                 w.Bool(true);
             }

@@ -66,6 +66,51 @@ Error unknown_sampling_key(std::string_view path, std::string_view key) {
     return bad_request(std::move(message), std::string(path));
 }
 
+// Keys the SGLang server reads without changing the text it generates (placement, logging,
+// scheduling, streaming cadence), or at their default: another family goes without them.
+// clang-format off
+constexpr canonical::InertRule kInert[] = {
+    {"log_metrics", "*"}, {"priority", "*"}, {"routed_dp_rank", "*"},
+    {"disagg_prefill_dp_rank", "*"}, {"data_parallel_rank", "*"}, {"bootstrap_host", "*"},
+    {"bootstrap_port", "*"}, {"bootstrap_room", "*"}, {"bootstrap_pair_key", "*"},
+    {"decode_tp_size", "*"}, {"extra_key", "*"}, {"routing_key", "*"}, {"no_logs", "*"},
+    {"custom_labels", "*"}, {"external_trace_header", "*"}, {"received_time", "*"},
+    {"conversation_id", "*"}, {"return_hidden_states", "false"},
+    {"return_routed_experts", "false"}, {"use_audio_in_video", "false"},
+    {"require_reasoning", "false"}, {"return_bytes", "false"}, {"return_entropy", "false"},
+    {"return_text_in_logprobs", "false"}};
+// clang-format on
+constexpr canonical::InertRule kInertSampling[] = {
+    {"stream_interval", "*"}, {"spaces_between_special_tokens", "true"}, {"stop_regex", "[]"}};
+
+// sampling_params.logit_bias: {"<token id>": bias} (SGLang checks only that the ids are in the
+// vocabulary).
+std::optional<Error> read_logit_bias(const json::Value& v, const std::string& path,
+                                     SamplingParams& sp) {
+    if (v.IsNull()) {
+        return std::nullopt;
+    }
+    if (!v.IsObject()) {
+        return bad_request(quoted(path) + " must be an object that maps token ids to biases, got " +
+                               std::string(json::type_name(v)),
+                           path);
+    }
+    std::vector<std::pair<std::string, double>> members;
+    for (const auto& m : v.GetObject()) {
+        if (!m.value.IsNumber()) {
+            return bad_request(
+                quoted(path) + " values must be numbers, got " + json::to_string(m.value), path);
+        }
+        members.emplace_back(std::string(json::view(m.name)), m.value.GetDouble());
+    }
+    if (auto bad = canonical::logit_bias_from_object(members, sp.logit_bias)) {
+        return bad_request(
+            quoted(path) + " keys must be token ids (decimal integers), got \"" + *bad + "\"",
+            path);
+    }
+    return std::nullopt;
+}
+
 Error range_error(std::string_view path, std::string_view range, const json::Value& got) {
     return bad_request(quoted(path) + " must be " + std::string(range) + ", got " +
                            json::to_string(got),
@@ -181,9 +226,13 @@ std::optional<Error> read_sampling(const json::Value& obj, std::string_view pref
             } else if (v.IsArray()) {
                 err = read_token_ids(v, path, sp.stop_token_ids);
             }
+        } else if (key == "logit_bias") {
+            err = read_logit_bias(v, path, sp);
         } else if (wire::is_passthrough_sampling_key(key)) {
             if (!v.IsNull()) {  // null means SGLang's default: nothing to forward
-                extras.push_back(Extra{std::string(key), json::to_string(v)});
+                std::string value = json::to_string(v);
+                const bool inert = canonical::is_inert(key, value, kInertSampling);
+                extras.push_back(Extra{std::string(key), std::move(value), inert});
             }
         } else {
             return unknown_sampling_key(path, key);
@@ -423,7 +472,9 @@ Result<GenerationRequest> SglangCodec::decode_request(std::string_view body) con
         } else {
             // Everything else (lora_path, logprob_start_len, per-item return_logprob lists, ...)
             // survives a same-dialect pass-through untouched.
-            req.extras.push_back(Extra{std::string(key), json::to_string(v)});
+            std::string value = json::to_string(v);
+            const bool inert = canonical::is_inert(key, value, kInert);
+            req.extras.push_back(Extra{std::string(key), std::move(value), inert});
         }
         if (err) {
             return std::move(*err);

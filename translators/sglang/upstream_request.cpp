@@ -27,8 +27,17 @@ std::optional<int64_t> client_default_max_tokens(canonical::Dialect d) {
 // Writes only keys SGLang's SamplingParams accepts: anything else fails the request there.
 void write_sampling(wire::Writer& w, const SamplingParams& sp, const GenerationRequest& req) {
     w.StartObject();
-    json::write_optional(w, "max_new_tokens",
-              sp.max_tokens ? sp.max_tokens : client_default_max_tokens(req.dialect));
+    if (const auto budget =
+            sp.max_tokens ? sp.max_tokens : client_default_max_tokens(req.dialect)) {
+        wire::key(w, "max_new_tokens");
+        w.Int64(*budget);
+    } else if (req.dialect != canonical::Dialect::sglang) {
+        // The client's dialect means "until EOS or the end of the context" (Ollama, llama.cpp,
+        // TGI): null says so to SGLang (its scheduler then stops at the context length); left
+        // out, SGLang would stop after 128 tokens.
+        wire::key(w, "max_new_tokens");
+        w.Null();
+    }
     json::write_optional(w, "min_new_tokens", sp.min_tokens);
     json::write_optional(w, "temperature", sp.temperature);
     json::write_optional(w, "top_p", sp.top_p);
@@ -65,14 +74,41 @@ void write_sampling(wire::Writer& w, const SamplingParams& sp, const GenerationR
         wire::key(w, "n");
         w.Int(sp.n);
     }
-    for (const Extra& e : req.sampling_extras) {
-        // Filtered again here because other decoders may fill sampling_extras too.
-        if (!e.json.empty() && wire::is_passthrough_sampling_key(e.key)) {
-            wire::key(w, e.key);
-            w.RawValue(e.json.data(), e.json.size(), rapidjson::kObjectType);
+    if (!sp.logit_bias.empty()) {
+        wire::key(w, "logit_bias");
+        w.StartObject();
+        for (const canonical::LogitBias& b : sp.logit_bias) {
+            wire::key(w, std::to_string(b.token));
+            w.Double(b.bias);
+        }
+        w.EndObject();
+    }
+    if (req.dialect == canonical::Dialect::sglang) {
+        // Only an SGLang client's own sampling keys (json_schema, regex, ...) mean anything here;
+        // another client's are refused by encode_request unless they are inert.
+        for (const Extra& e : req.sampling_extras) {
+            if (!e.json.empty() && wire::is_passthrough_sampling_key(e.key)) {
+                wire::key(w, e.key);
+                w.RawValue(e.json.data(), e.json.size(), rapidjson::kObjectType);
+            }
         }
     }
     w.EndObject();
+}
+
+// Settings SGLang's SamplingParams has no field for.
+std::optional<canonical::Error> check_settings(const SamplingParams& sp, Dialect client) {
+    static constexpr std::string_view kBackend = "SGLang's /generate";
+    if (sp.typical_p.value_or(1.0) != 1.0) {
+        return canonical::unsupported_setting(client, "typical_p", kBackend,
+                                              "use top_p or min_p, or leave typical_p at 1 (off)");
+    }
+    if (sp.repeat_last_n && canonical::penalties_active(sp)) {
+        return canonical::unsupported_setting(
+            client, "repeat_last_n", kBackend,
+            "its penalties look at the whole text; leave repeat_last_n out");
+    }
+    return std::nullopt;
 }
 
 void write_prompt(wire::Writer& w, const Prompt& p) {
@@ -133,6 +169,19 @@ Result<std::string> SglangCodec::encode_request(const GenerationRequest& req,
                                " per-prompt sampling settings for " +
                                std::to_string(req.prompts.size()) + " prompts",
                            "sampling_params");
+    }
+    if (auto err = check_settings(req.sampling, req.dialect)) {
+        return std::move(*err);
+    }
+    for (const SamplingParams& sp : req.item_sampling) {
+        if (auto err = check_settings(sp, req.dialect)) {
+            return std::move(*err);
+        }
+    }
+    if (req.dialect != Dialect::sglang) {
+        if (auto err = canonical::refuse_foreign_extras(req, "an SGLang backend")) {
+            return std::move(*err);
+        }
     }
     const bool single = !req.prompt_is_list && req.prompts.size() == 1;
 

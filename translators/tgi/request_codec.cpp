@@ -73,6 +73,13 @@ std::optional<Error> read_parameters(const json::Value& p, GenerationRequest& re
     }
     sp.frequency_penalty = json::get_number(p, "frequency_penalty",
                                             "parameters.frequency_penalty", err, -2.0, 2.0);
+    sp.typical_p = json::get_number(p, "typical_p", "parameters.typical_p", err);
+    if (err) {
+        return as_422(*err);
+    }
+    if (sp.typical_p && !(*sp.typical_p > 0 && *sp.typical_p < 1)) {
+        return invalid("'parameters.typical_p' must be > 0.0 and < 1.0", "parameters.typical_p");
+    }
     sp.seed = json::get_int(p, "seed", "parameters.seed", err, 0);
     const std::optional<bool> do_sample =
         json::get_bool(p, "do_sample", "parameters.do_sample", err);
@@ -116,23 +123,41 @@ std::optional<Error> read_parameters(const json::Value& p, GenerationRequest& re
     req.include_usage = details.value_or(false);
     req.echo = full_text.value_or(false);
     if (!full_text) {
-        req.extras.push_back(Extra{std::string(kFullTextUnsetExtra), "true"});
+        req.extras.push_back(Extra{std::string(kFullTextUnsetExtra), "true", true});
     }
 
     for (auto it = p.MemberBegin(); it != p.MemberEnd(); ++it) {
         const std::string_view key = json::view(it->name);
+        // clang-format off
         static constexpr std::string_view kKnown[] = {
             "max_new_tokens", "temperature", "top_p", "top_k", "repetition_penalty",
-            "frequency_penalty", "seed", "do_sample", "details", "return_full_text", "stop"};
+            "frequency_penalty", "seed", "do_sample", "details", "return_full_text", "stop",
+            "typical_p"};
+        // clang-format on
         bool known = false;
         for (const std::string_view k : kKnown) {
             known = known || key == k;
         }
         if (!known && !it->value.IsNull()) {
-            // TGI's own extras (best_of, truncate, typical_p, watermark, top_n_tokens,
-            // grammar, decoder_input_details, adapter_id) and unknown keys alike, so that a
-            // TGI → TGI exchange forwards them.
-            req.sampling_extras.push_back(Extra{std::string(key), json::to_string(it->value)});
+            // TGI's own extras (best_of, truncate, watermark, top_n_tokens, grammar,
+            // decoder_input_details, adapter_id) and unknown keys alike, so that a TGI → TGI
+            // exchange forwards them. Keys TGI does not read (its GenerateParameters ignores
+            // them) and TGI's own at their defaults are inert: other backends go without.
+            std::string value = json::to_string(it->value);
+            static constexpr std::string_view kTgiOwn[] = {"best_of",   "truncate",
+                                                           "watermark", "top_n_tokens",
+                                                           "grammar",   "decoder_input_details",
+                                                           "adapter_id"};
+            bool own = false;
+            for (const std::string_view k : kTgiOwn) {
+                own = own || key == k;
+            }
+            static constexpr canonical::InertRule kInert[] = {{"best_of", "1"},
+                                                              {"watermark", "false"},
+                                                              {"decoder_input_details", "false"},
+                                                              {"top_n_tokens", "0"}};
+            const bool inert = !own || canonical::is_inert(key, value, kInert);
+            req.sampling_extras.push_back(Extra{std::string(key), std::move(value), inert});
         }
     }
     return std::nullopt;
@@ -151,7 +176,9 @@ std::optional<Error> untranslatable(const GenerationRequest& req, const Sampling
             "template); route it to the backend's /v1/chat/completions (dialect openai_chat)",
             "messages");
     }
-    if (req.prompts.size() != 1 || req.prompt_is_list) {
+    // A list of one (LangChain's OpenAI class always sends a list) is that one prompt; the
+    // client still gets the answer its dialect gives a list.
+    if (req.prompts.size() != 1) {
         return canonical::bad_request(
             "TGI's /generate takes exactly one prompt per request; send the prompts one at a "
             "time or use an OpenAI-completions backend",
@@ -165,38 +192,55 @@ std::optional<Error> untranslatable(const GenerationRequest& req, const Sampling
     if (req.prompts[0].text.empty()) {
         return canonical::bad_request("TGI rejects an empty prompt", "prompt");
     }
-    if (sp.n > 1) {
+    static constexpr std::string_view kBackend = "TGI's /generate";
+    const auto unsupported = [&req](std::string_view param, std::string_view instead) {
+        return canonical::unsupported_setting(req.dialect, param, kBackend, instead);
+    };
+    const auto invalid_value = [&req](std::string_view param, std::string_view rule) {
+        const std::string path = canonical::client_param(req.dialect, param);
         return canonical::bad_request(
-            "TGI's /generate has no n (one completion per request); use n = 1", "n");
+            "TGI requires " + std::string(rule) + "; change '" + path + "' or leave it out", path);
+    };
+    if (sp.n > 1) {
+        return unsupported("n", "it makes one completion per request; use n = 1");
     }
     if (sp.ignore_eos.value_or(false)) {
-        return canonical::bad_request("TGI does not support ignore_eos; leave it unset",
-                                      "ignore_eos");
+        return unsupported("ignore_eos", "leave it unset");
     }
     if (!sp.stop_token_ids.empty()) {
-        return canonical::bad_request(
-            "TGI does not support stop token ids; use stop strings instead", "stop_token_ids");
+        return unsupported("stop_token_ids", "use stop strings instead");
     }
     if (sp.min_tokens.value_or(0) > 0) {
-        return canonical::bad_request("TGI does not support min_tokens; leave it unset",
-                                      "min_tokens");
+        return unsupported("min_tokens", "leave it unset");
     }
     if (sp.min_p.value_or(0) > 0) {
-        return canonical::bad_request("TGI does not support min_p; use top_p or top_k instead",
-                                      "min_p");
+        return unsupported("min_p", "use top_p or top_k instead");
     }
     if (sp.presence_penalty.value_or(0) != 0) {
-        return canonical::bad_request(
-            "TGI's /generate has no presence_penalty; use frequency_penalty or "
-            "repetition_penalty instead",
-            "presence_penalty");
+        return unsupported("presence_penalty",
+                           "use frequency_penalty or repetition_penalty instead");
     }
     if (sp.top_p && *sp.top_p <= 0) {
-        return canonical::bad_request("TGI requires 0 < top_p; leave top_p unset or raise it",
-                                      "top_p");
+        return invalid_value("top_p", "0 < top_p");
     }
     if (sp.seed && *sp.seed < 0) {
-        return canonical::bad_request("TGI requires a non-negative seed", "seed");
+        return invalid_value("seed", "a non-negative seed");
+    }
+    if (sp.typical_p && *sp.typical_p <= 0) {
+        return invalid_value("typical_p", "0 < typical_p");
+    }
+    if (sp.repeat_last_n && canonical::penalties_active(sp)) {
+        return unsupported("repeat_last_n",
+                           "its penalties look at the whole text; leave repeat_last_n out");
+    }
+    if (!sp.logit_bias.empty()) {
+        return unsupported("logit_bias", "TGI has no logit bias; leave it out");
+    }
+    if (!sp.skip_special_tokens.value_or(true)) {
+        return unsupported("skip_special_tokens", "TGI never writes special tokens; leave it out");
+    }
+    if (req.dialect != Dialect::tgi) {
+        return canonical::refuse_foreign_extras(req, "a TGI backend");
     }
     return std::nullopt;
 }
@@ -255,7 +299,8 @@ Result<GenerationRequest> TgiCodec::decode_request(std::string_view body) const 
     for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
         const std::string_view key = json::view(it->name);
         if (key != "inputs" && key != "parameters" && key != "stream") {
-            req.extras.push_back(Extra{std::string(key), json::to_string(it->value)});
+            // TGI reads nothing else at the top level: inert everywhere.
+            req.extras.push_back(Extra{std::string(key), json::to_string(it->value), true});
         }
     }
     return req;
@@ -308,6 +353,9 @@ Result<std::string> TgiCodec::encode_request(const GenerationRequest& req,
         if (top_k) {
             wire::key(w, "top_k");
             w.Int64(*sp.top_k);
+        }
+        if (sp.typical_p && *sp.typical_p < 1) {  // TGI refuses 1, which means off
+            write_number(w, "typical_p", *sp.typical_p);
         }
     }
     if (sp.repetition_penalty) {

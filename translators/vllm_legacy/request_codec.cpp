@@ -166,7 +166,18 @@ Result<GenerationRequest> VllmLegacyCodec::decode_request(std::string_view body)
                                               "'stream' and vLLM SamplingParams keys",
                                           std::string(k));
         }
-        req.extras.push_back(Extra{std::string(k), json::to_string(m.value)});
+        // The settings vLLM's SamplingParams takes at their defaults (or, like detokenize and
+        // output_kind, shaping only what the demo server never returns) are inert.
+        static constexpr canonical::InertRule kInert[] = {
+            {"use_beam_search", "false"}, {"best_of", "1"},
+            {"length_penalty", "1|1.0"},  {"early_stopping", "false"},
+            {"detokenize", "true"},       {"spaces_between_special_tokens", "true"},
+            {"bad_words", "[]"},          {"logit_bias", "{}"},
+            {"output_kind", "*"},         {"flat_logprobs", "*"},
+            {"extra_args", "{}"}};
+        std::string value = json::to_string(m.value);
+        const bool inert = canonical::is_inert(k, value, kInert);
+        req.extras.push_back(Extra{std::string(k), std::move(value), inert});
     }
     return req;
 }
@@ -209,6 +220,26 @@ std::optional<Error> refuse(const GenerationRequest& req) {
     if (req.non_text_content) {
         return canonical::bad_request(
             "this backend (vLLM legacy /generate) takes text only", "prompt");
+    }
+    const SamplingParams& sp = req.item_sampling.empty() ? req.sampling : req.item_sampling[0];
+    static constexpr std::string_view kBackend = "vLLM's demo server (/generate)";
+    if (!sp.logit_bias.empty()) {
+        // It builds SamplingParams(**body), whose logit_bias needs integer keys, which JSON
+        // cannot write (vLLM's OpenAI server converts them; the demo server does not).
+        return canonical::unsupported_setting(req.dialect, "logit_bias", kBackend,
+                                              "use `vllm serve` (its OpenAI API takes it)");
+    }
+    if (sp.typical_p.value_or(1.0) != 1.0) {
+        return canonical::unsupported_setting(req.dialect, "typical_p", kBackend,
+                                              "use top_p or min_p, or leave typical_p at 1 (off)");
+    }
+    if (sp.repeat_last_n && canonical::penalties_active(sp)) {
+        return canonical::unsupported_setting(
+            req.dialect, "repeat_last_n", kBackend,
+            "its penalties look at the whole text; leave repeat_last_n out");
+    }
+    if (req.dialect != Dialect::vllm_legacy) {
+        return canonical::refuse_foreign_extras(req, "vLLM's demo server (/generate)");
     }
     return std::nullopt;
 }

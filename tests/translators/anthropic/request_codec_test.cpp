@@ -149,7 +149,7 @@ TEST_CASE("anthropic encode_request: exact body, system lifted, same-role turns 
     req.sampling.top_k = -1;  // OpenAI-family "off": not sent
     req.sampling.stop = {"###"};
     req.sampling.seed = 7;  // dropped: no equivalent, and harmless
-    req.extras.push_back({"response_format", R"({"type":"json_object"})"});  // other family
+    req.extras.push_back({"user", R"("u")", true});  // another family's, inert: left out
     UpstreamOptions options;
     options.stream = true;
     CHECK(encode_ok(req, options) ==
@@ -157,6 +157,12 @@ TEST_CASE("anthropic encode_request: exact body, system lifted, same-role turns 
           R"("messages":[{"role":"user","content":"Hi\n\nthere"},)"
           R"({"role":"assistant","content":"Hello"},{"role":"user","content":"Again"}],)"
           R"("stop_sequences":["###"],"temperature":0.5,"stream":true})");
+    // One that changes the answer is refused, never dropped.
+    req.extras.push_back({"response_format", R"({"type":"json_object"})"});
+    auto refused = codec().encode_request(req, options);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().status == 400);
+    CHECK(refused.error().param == "response_format");
 }
 
 TEST_CASE("anthropic encode_request: max_tokens, model override, same-family extras") {

@@ -197,7 +197,7 @@ TEST_CASE("llamacpp encode_request: other dialects' requests") {
     req.sampling.max_tokens = 4;
     req.sampling.repetition_penalty = 1.25;
     req.sampling.stop = {"x", "y"};
-    req.extras.push_back({"response_format", R"({"type":"json_object"})"});  // not forwarded
+    req.extras.push_back({"user", R"("u")", true});  // another family's, inert: not forwarded
     Prompt ids;
     ids.is_tokens = true;
     ids.token_ids = {1, 2};
@@ -212,7 +212,14 @@ TEST_CASE("llamacpp encode_request: other dialects' requests") {
     req.prompt_is_list = true;
     req.model = "m";
     req.item_sampling = {req.sampling, req.sampling};  // all alike: fine
-    CHECK(encode_ok(req) == R"({"prompt":["z"],"model":"m","n_predict":128,"stream":false})");
+    // A list of one is that prompt: llama-server answers it as it answers a single prompt.
+    CHECK(encode_ok(req) == R"({"prompt":"z","model":"m","n_predict":128,"stream":false})");
+
+    req = text_request(Dialect::openai_completions, "a");
+    req.extras.push_back({"response_format", R"({"type":"json_object"})"});
+    auto refused = llama().encode_request(req, {});
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().param == "response_format");
 }
 
 TEST_CASE("llamacpp encode_request: what cannot be translated is a clear 400") {
@@ -245,7 +252,7 @@ TEST_CASE("llamacpp encode_request: what cannot be translated is a clear 400") {
 
     req = text_request(Dialect::sglang, "a");
     req.sampling.min_tokens = 3;
-    refused(req, "min_tokens");
+    refused(req, "'sampling_params.min_new_tokens'");  // named as the SGLang client wrote it
 
     req = text_request(Dialect::sglang, "a");
     req.sampling.keep_stop_str = true;

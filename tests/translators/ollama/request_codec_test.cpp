@@ -218,13 +218,13 @@ TEST_CASE("ollama upstream: what cannot be translated is a clear 400") {
     expect_400(r, "echo", "echo");
     r = base;
     r.sampling.ignore_eos = true;
-    expect_400(r, "ignore_eos", "not supported");
+    expect_400(r, "ignore_eos", "no equivalent");
     r = base;
     r.sampling.stop_token_ids = {2};
     expect_400(r, "stop_token_ids", "stop strings");
     r = base;
     r.sampling.min_tokens = 4;
-    expect_400(r, "min_tokens", "not supported");
+    expect_400(r, "min_tokens", "no equivalent");
     r = base;
     r.item_sampling.resize(2);
     r.item_sampling[1].temperature = 0.1;

@@ -12,6 +12,7 @@ namespace {
 
 using infergate::canonical::Dialect;
 using infergate::canonical::GenerationRequest;
+using infergate::canonical::LogitBias;
 using infergate::canonical::Prompt;
 using infergate::canonical::RequestKind;
 using infergate::canonical::SamplingParams;
@@ -171,12 +172,40 @@ TEST_SUITE("openai request decode: completions") {
         const auto req = decode_ok(completions(), R"({"prompt":"x","user":"u-1",
             "logit_bias":{"50256": -100},"suffix":null,"best_of":2,"messages":[1]})");
         CHECK(extra(req, "user") == R"("u-1")");
-        CHECK(extra(req, "logit_bias") == R"({"50256":-100})");
         CHECK(extra(req, "suffix") == "null");
         CHECK(extra(req, "best_of") == "2");
         CHECK(extra(req, "messages") == "[1]");  // a chat key means nothing on this route
         CHECK(extra(req, "prompt") == "<absent>");
-        CHECK(req.extras.size() == 5);
+        CHECK(extra(req, "logit_bias") == "<absent>");  // canonical
+        CHECK(req.sampling.logit_bias == std::vector<LogitBias>{{50256, -100}});
+        REQUIRE(req.extras.size() == 4);
+        // Inert: what the OpenAI API reads without changing the text, or at its "off" value.
+        for (const auto& e : req.extras) {
+            INFO(e.key);
+            CHECK(e.inert == (e.key == "user" || e.key == "suffix"));
+        }
+    }
+
+    TEST_CASE("logit_bias: token-id keys, biases from -100 to 100, read as Python reads it") {
+        auto req = decode_ok(chat(), R"({"messages":[{"role":"user","content":"x"}],
+            "logit_bias":{"7":1,"13":-100,"007":2.5,"7":3,"0":100}})");
+        // "7" keeps its first place with its last value; "007" is token 7 again (int("007")).
+        CHECK(req.sampling.logit_bias == std::vector<LogitBias>{{7, 2.5}, {13, -100}, {0, 100}});
+        req = decode_ok(completions(), R"({"prompt":"x","logit_bias":{}})");
+        CHECK(req.sampling.logit_bias.empty());
+        req = decode_ok(completions(), R"({"prompt":"x","logit_bias":null})");
+        CHECK(req.sampling.logit_bias.empty());
+        const BadCase cases[] = {
+            {R"({"prompt":"x","logit_bias":[[1,2]]})", "logit_bias"},
+            {R"({"prompt":"x","logit_bias":{"a":1}})", "logit_bias"},
+            {R"({"prompt":"x","logit_bias":{"-1":1}})", "logit_bias"},
+            {R"({"prompt":"x","logit_bias":{"99999999999":1}})", "logit_bias"},
+            {R"({"prompt":"x","logit_bias":{"1":101}})", "logit_bias"},
+            {R"({"prompt":"x","logit_bias":{"1":"5"}})", "logit_bias"},
+        };
+        for (const BadCase& c : cases) {
+            check_bad(completions(), c);
+        }
     }
 
     TEST_CASE("stream_options: include_usage is off unless asked; {} without stream passes") {
@@ -365,7 +394,7 @@ TEST_SUITE("openai request encode (upstream)") {
         req.sampling.seed = 42;
         req.sampling.ignore_eos = true;
         req.sampling.temperature = 0.5;
-        req.extras.push_back({"lora_path", R"("a")"});  // SGLang-only: never sent to OpenAI
+        req.extras.push_back({"log_metrics", "true", true});  // inert: never sent to OpenAI
         UpstreamOptions options{"served-model", Flavor::sglang, true};
 
         CHECK(encode_ok(completions(), req, options) ==
@@ -390,6 +419,18 @@ TEST_SUITE("openai request encode (upstream)") {
               R"({"model":"served-model","prompt":"Hello","max_tokens":128,"temperature":0.5,)"
               R"("seed":42,"ignore_eos":true})");
         CHECK(body.find("stream") == std::string::npos);
+
+        // An SGLang-only setting that changes the text cannot be dropped: a 400 names it.
+        req.extras.push_back({"lora_path", R"("a")"});
+        auto refused = completions().encode_request(req, options);
+        REQUIRE_FALSE(refused.ok());
+        CHECK(refused.error().status == 400);
+        CHECK(refused.error().param == "lora_path");
+        req.extras.pop_back();
+        req.sampling_extras.push_back({"regex", R"("a+")"});
+        refused = completions().encode_request(req, options);
+        REQUIRE_FALSE(refused.ok());
+        CHECK(refused.error().param == "sampling_params.regex");
     }
 
     TEST_CASE("the client's own max_tokens wins; model falls back to the client's") {
@@ -430,13 +471,13 @@ TEST_SUITE("openai request encode (upstream)") {
         CHECK(encode_ok(completions(), req, options) ==
               R"({"model":"served","prompt":"x","max_tokens":5,"temperature":0.7,"top_p":0.9,)"
               R"("n":2,"stop":["\n"],"seed":1,"presence_penalty":0.5,"frequency_penalty":-0.5,)"
-              R"("echo":true,"logprobs":3,"top_k":40,"min_p":0.1,"repetition_penalty":1.1,)"
-              R"("ignore_eos":false,"min_tokens":2,"stop_token_ids":[2],)"
-              R"("skip_special_tokens":true,"user":"u","logit_bias":{"1":-100},"stream":true,)"
+              R"("logit_bias":{"1":-100.0},"echo":true,"logprobs":3,"top_k":40,"min_p":0.1,)"
+              R"("repetition_penalty":1.1,"ignore_eos":false,"min_tokens":2,"stop_token_ids":[2],)"
+              R"("skip_special_tokens":true,"user":"u","stream":true,)"
               R"("stream_options":{"include_usage":true,"continuous_usage_stats":true}})");
     }
 
-    TEST_CASE("chat: max_tokens for vLLM/SGLang, max_completion_tokens for generic") {
+    TEST_CASE("chat: max_completion_tokens for the OpenAI API, max_tokens for every other server") {
         const auto req = decode_ok(chat(), R"({"model":"m","messages":[
             {"role":"system","content":"s"},{"role":"user","content":"u","name":"n"}],
             "max_completion_tokens":9,"logprobs":true,"top_logprobs":2,"tool_choice":"none"})");
@@ -446,9 +487,17 @@ TEST_SUITE("openai request encode (upstream)") {
               head + R"("max_tokens":9,"logprobs":true,"top_logprobs":2,"tool_choice":"none"})");
         CHECK(encode_ok(chat(), req, {"", Flavor::sglang, false}).find(R"("max_tokens":9)") !=
               std::string::npos);
-        CHECK(encode_ok(chat(), req, {"", Flavor::generic, false}) ==
+        CHECK(encode_ok(chat(), req, {"", Flavor::openai, false}) ==
               head + R"("max_completion_tokens":9,"logprobs":true,"top_logprobs":2,)"
                      R"("tool_choice":"none"})");
+        // llama-server before 2026 reads max_tokens only (it ran 4,079 tokens for a budget of 16
+        // sent as max_completion_tokens); TGI refuses the two names together; a server that is
+        // not known may be either kind: the one name they all read.
+        for (const Flavor f : {Flavor::llamacpp, Flavor::tgi, Flavor::generic}) {
+            const std::string body = encode_ok(chat(), req, {"", f, false});
+            CHECK(body.find(R"("max_tokens":9)") != std::string::npos);
+            CHECK(body.find("max_completion_tokens") == std::string::npos);
+        }
     }
 
     TEST_CASE("chat without a budget leaves it to the backend (the model maximum)") {

@@ -900,6 +900,24 @@ std::optional<std::string> refusal(const GenerationRequest& req, Dialect d) {
         // strip it.
         return std::string("stop string");
     }
+    // A setting only the client's own family has (vLLM's demo client sends use_beam_search).
+    const auto family = [](Dialect x) {
+        return x == Dialect::openai_chat   ? Dialect::openai_completions
+               : x == Dialect::ollama_chat ? Dialect::ollama_generate
+                                           : x;
+    };
+    if (family(d) != family(req.dialect)) {
+        for (const auto& e : req.extras) {
+            if (!e.inert) {
+                return e.key;
+            }
+        }
+        for (const auto& e : req.sampling_extras) {
+            if (!e.inert) {
+                return e.key;
+            }
+        }
+    }
     return std::nullopt;
 }
 

@@ -89,12 +89,12 @@ TEST_CASE("sglang decode_request: every known sampling key and top-level field")
     CHECK(sp.ignore_eos == true);
     CHECK(sp.skip_special_tokens == false);
     CHECK(sp.keep_stop_str == true);  // no_stop_trim: vLLM's include_stop_str_in_output
+    CHECK(sp.logit_bias == std::vector<infergate::canonical::LogitBias>{{42, -100}});
     // SGLang-only sampling keys survive as raw JSON; null ones mean "default" and are dropped.
-    REQUIRE(req.sampling_extras.size() == 2);
+    REQUIRE(req.sampling_extras.size() == 1);
     CHECK(req.sampling_extras[0].key == "json_schema");
     CHECK(req.sampling_extras[0].json == R"("{\"type\": \"object\"}")");
-    CHECK(req.sampling_extras[1].key == "logit_bias");
-    CHECK(req.sampling_extras[1].json == R"({"42":-100})");
+    CHECK_FALSE(req.sampling_extras[0].inert);
     // Unknown top-level keys survive too.
     REQUIRE(req.extras.size() == 2);
     CHECK(req.extras[0].key == "lora_path");

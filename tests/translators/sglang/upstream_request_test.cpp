@@ -89,27 +89,28 @@ TEST_CASE("sglang encode_request: every sampling key, batches and token prompts"
     sp.n = 3;
     req.return_logprob = true;
     req.top_logprobs = 2;
-    req.sampling_extras = {{"json_schema", R"({"type":"object"})"}, {"response_format", "{}"}};
-    req.extras = {{"lora_path", R"("x")"}};  // not an SGLang client: must not leak through
+    sp.logit_bias = {{50256, -100}, {7, 2.5}};
+    req.sampling_extras = {{"json_schema", R"({"type":"object"})"}};  // another client's:
+    req.sampling_extras[0].inert = true;  // inert here, so it is not sent
+    req.extras = {{"user", R"("x")", true}};
     CHECK(encode_ok(req) ==
           R"({"text":["a","b"],"sampling_params":{"max_new_tokens":0,"min_new_tokens":1,)"
           R"("temperature":1.25,"top_p":0.5,"top_k":-1,"min_p":0.1,"frequency_penalty":0.25,)"
           R"("presence_penalty":-0.25,"repetition_penalty":1.5,"sampling_seed":7,)"
           R"("ignore_eos":false,"skip_special_tokens":true,"stop":["\n","END"],)"
-          R"("stop_token_ids":[2],"n":3,"json_schema":{"type":"object"}},"stream":false,)"
-          R"("return_logprob":true,"top_logprobs_num":2})");
-
-    GenerationRequest ids;
-    ids.dialect = Dialect::sglang;
-    ids.prompts.push_back(Prompt{{}, {1, 2, 3}, true});
-    CHECK(encode_ok(ids) == R"({"input_ids":[1,2,3],"sampling_params":{},"stream":false})");
-    ids.prompts.push_back(Prompt{{}, {4}, true});
-    ids.prompt_is_list = true;
-    ids.item_sampling.resize(2);
-    ids.item_sampling[0].max_tokens = 1;
-    ids.item_sampling[1].max_tokens = 2;
-    CHECK(encode_ok(ids) == R"({"input_ids":[[1,2,3],[4]],"sampling_params":)"
-                            R"([{"max_new_tokens":1},{"max_new_tokens":2}],"stream":false})");
+          R"("stop_token_ids":[2],"n":3,"logit_bias":{"50256":-100.0,"7":2.5}},)"
+          R"("stream":false,"return_logprob":true,"top_logprobs_num":2})");
+    // Another client's setting that SGLang cannot take is refused, never dropped.
+    req.extras = {{"response_format", R"({"type":"json_object"})"}};
+    auto refused = sglang().encode_request(req, UpstreamOptions{});
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().status == 400);
+    CHECK(refused.error().param == "response_format");
+    req.extras.clear();
+    req.sampling_extras[0].inert = false;
+    refused = sglang().encode_request(req, UpstreamOptions{});
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().param == "json_schema");  // an OpenAI client's: no prefix
 }
 
 TEST_CASE("sglang encode_request: an SGLang client passes through unchanged in meaning") {

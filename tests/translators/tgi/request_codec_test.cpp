@@ -77,14 +77,20 @@ TEST_CASE("tgi decode: every named parameter, extras kept") {
     CHECK(sp.stop == std::vector<std::string>{"\n", "END"});
     CHECK(sp.keep_stop_str == true);  // TGI keeps the stop string in its output
     CHECK(sp.seed == 7);
+    CHECK(sp.typical_p == 0.5);
     std::vector<std::string> keys;
+    std::vector<std::string> meaningful;  // TGI's own settings away from their defaults
     for (const auto& e : req.sampling_extras) {
         keys.push_back(e.key);
+        if (!e.inert) {
+            meaningful.push_back(e.key);
+        }
     }
-    CHECK(keys == std::vector<std::string>{"best_of", "truncate", "typical_p", "watermark",
-                                           "top_n_tokens", "grammar", "decoder_input_details",
-                                           "foo"});
-    CHECK(req.sampling_extras[5].json == R"({"type":"regex","value":"a+"})");
+    CHECK(keys == std::vector<std::string>{"best_of", "truncate", "watermark", "top_n_tokens",
+                                           "grammar", "decoder_input_details", "foo"});
+    CHECK(meaningful ==
+          std::vector<std::string>{"best_of", "truncate", "watermark", "top_n_tokens", "grammar"});
+    CHECK(req.sampling_extras[4].json == R"({"type":"regex","value":"a+"})");
     // "custom", and the marker that return_full_text was not given (POST / defaults it on).
     REQUIRE(req.extras.size() == 2);
     CHECK(req.extras[0].key == infergate::translators::tgi::kFullTextUnsetExtra);

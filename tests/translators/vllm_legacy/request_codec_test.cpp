@@ -188,11 +188,16 @@ TEST_CASE("vllm_legacy upstream refuses what it cannot carry with a 400") {
     lp.top_logprobs = 2;
     expect_400(lp, "logprobs", "logprobs");
 
-    // Extras of another dialect never reach the vLLM server.
+    // Extras of another dialect never reach the vLLM server: inert ones are left out, the
+    // others refused.
     auto sg = infergate::translators::sglang::codec().decode_request(
-        R"({"text":"a","lora_path":"x","sampling_params":{"max_new_tokens":4}})");
+        R"({"text":"a","log_metrics":false,"sampling_params":{"max_new_tokens":4}})");
     REQUIRE(sg.ok());
     auto body = codec().encode_request(*sg, UpstreamOptions{});
     REQUIRE(body.ok());
     CHECK(*body == R"({"prompt":"a","stream":false,"n":1,"max_tokens":4})");
+    sg = infergate::translators::sglang::codec().decode_request(
+        R"({"text":"a","lora_path":"x","sampling_params":{"max_new_tokens":4}})");
+    REQUIRE(sg.ok());
+    expect_400(*sg, "lora_path", "lora_path");
 }
