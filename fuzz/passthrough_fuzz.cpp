@@ -40,10 +40,13 @@ namespace testing = infergate::testing;
     std::abort();
 }
 
+// clang-format off
 constexpr const char* kKeys[] = {
     "model",   "id",   "usage", "stream_options", "include_usage", "continuous_usage_stats",
     "choices", "text", "x",     "mod\"el",        "\"model\":",    "usage\\",
-    "é"};
+    "é",       "max_completion_tokens", "max_tokens", "repetition_penalty", "repeat_penalty",
+    "logit_bias", "7", "007", "32000", "-1", "99999999999"};
+// clang-format on
 constexpr const char* kStrings[] = {"",       "m",   "\"model\":\"m\"", "\\", "\"",         "a/b",
                                     "\n\r\t", "é€😀", "\"usage\":{",     "}",  ",\"id\":\"", "\x01"};
 
@@ -58,12 +61,38 @@ public:
             rapidjson::Value key;
             string(key, kKeys);
             rapidjson::Value val;
-            value(val, depth + 1);
+            if (key == "logit_bias" && in_.ConsumeBool()) {
+                biases(val);
+            } else {
+                value(val, depth + 1);
+            }
             v.AddMember(key, val, a_);  // duplicates allowed, as on the wire
         }
     }
 
 private:
+    // An object shaped like OpenAI's logit_bias (token-id keys, number values) that the
+    // llama.cpp edit rewrites, with repeated keys and spellings of one id; now and then a key or
+    // value that makes it not one.
+    void biases(rapidjson::Value& v) {
+        static constexpr const char* kIds[] = {"7", "007", "13", "32000", "0", "7", "x", "-1"};
+        v.SetObject();
+        const int n = in_.ConsumeIntegralInRange(0, 5);
+        for (int i = 0; i < n; ++i) {
+            const size_t k = in_.ConsumeIntegralInRange<size_t>(0, std::size(kIds) - 1);
+            rapidjson::Value key(kIds[k], a_);
+            rapidjson::Value val;
+            if (in_.ConsumeIntegralInRange(0, 7) == 0) {
+                val.SetString("1", a_);
+            } else if (in_.ConsumeBool()) {
+                val.SetInt64(in_.ConsumeIntegralInRange<int64_t>(-100, 100));
+            } else {
+                val.SetDouble(in_.ConsumeFloatingPointInRange<double>(-100.0, 100.0));
+            }
+            v.AddMember(key, val, a_);
+        }
+    }
+
     template <size_t N>
     void string(rapidjson::Value& v, const char* const (&pool)[N]) {
         if (in_.ConsumeBool()) {
@@ -181,6 +210,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     rq.model = model;
     rq.include_usage = in.ConsumeBool();
     rq.continuous_usage = in.ConsumeBool();
+    // The llama.cpp names of the fast path (proxy/exchange.cpp, fast_path_body), and one more
+    // between keys the generator uses often.
+    static constexpr openai::Rename kRenames[] = {{"max_completion_tokens", "max_tokens"},
+                                                  {"repetition_penalty", "repeat_penalty"},
+                                                  {"x", "text"}};
+    rq.renames = kRenames;
+    rq.rename_count = in.ConsumeIntegralInRange<size_t>(0, std::size(kRenames));
+    rq.logit_bias_pairs = in.ConsumeBool();
 
     if (generated) {
         rapidjson::Document doc;

@@ -11,6 +11,7 @@
 #include "translators/canonical/stop_trim.hpp"
 #include "translators/classify.hpp"
 #include "translators/framing/framing.hpp"
+#include "translators/openai/codec.hpp"
 #include "translators/openai/passthrough.hpp"
 #include "translators/tgi/codec.hpp"
 #include "translators/vllm_legacy/codec.hpp"
@@ -226,6 +227,15 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
         outcome_ = Outcome::rejected;
         co_return co_await send_error(front, *pairing.refusal);
     }
+    if (pairing.fast_path && dialect != canonical::Dialect::sglang) {
+        // The client's own bytes go upstream: a setting that backend's OpenAI layer would ignore
+        // (llama.cpp has no min_tokens, ...) is refused here, as the encoder would refuse it.
+        if (auto e = translators::openai::check_upstream_settings(
+                req, openai_flavor(info.dialect, info.flavor, worker_.pool().backend().url.host))) {
+            outcome_ = Outcome::rejected;
+            co_return co_await send_error(front, *e);
+        }
+    }
     const translators::Codec& back = translators::codec_for(pairing.back);
     back_name_ = canonical::to_string(pairing.back);
     const bool same = pairing.fast_path;
@@ -336,13 +346,20 @@ namespace {
 // is taken out again before the client sees it.
 // `ask_running`: also ask for running usage on every chunk (vLLM and SGLang), stripped again
 // from each chunk when the client did not ask for it.
+// `flavor`: the backend's OpenAI layer, whose names may differ from OpenAI's
+// (translators::openai::name_edits).
 std::string fast_path_body(std::string& client_body, const canonical::GenerationRequest& req,
-                           const std::string& model, bool ask_usage, bool ask_running) {
-    if (req.dialect == canonical::Dialect::sglang ||
-        (model == req.model && !ask_usage && !ask_running)) {
+                           const std::string& model, bool ask_usage, bool ask_running,
+                           translators::Flavor flavor) {
+    if (req.dialect == canonical::Dialect::sglang) {
         return std::move(client_body);
     }
     translators::openai::RequestEdits edits;
+    const bool renamed =
+        translators::openai::name_edits(flavor, req.sampling.keep_stop_str.has_value(), edits);
+    if (model == req.model && !ask_usage && !ask_running && !renamed) {
+        return std::move(client_body);
+    }
     if (model != req.model) {
         edits.model = model;
     }
@@ -412,13 +429,15 @@ Task<std::optional<bool>> Exchange::open_upstream(const translators::Codec& fron
                                                   bool same_dialect, bool upstream_streams,
                                                   bool ask_usage, bool ask_running) {
     const std::string model = upstream_model(req);
+    const translators::Flavor flavor = openai_flavor(
+        worker_.backend().dialect, worker_.backend().flavor, worker_.pool().backend().url.host);
     std::string body;
     if (same_dialect) {
-        body = fast_path_body(request_.body(), req, model, ask_usage, ask_running);
+        body = fast_path_body(request_.body(), req, model, ask_usage, ask_running, flavor);
     } else {
         auto encoded = back.encode_request(
             req, translators::UpstreamOptions{
-                     model, worker_.backend().flavor, upstream_streams,
+                     model, flavor, upstream_streams,
                      accepts_stream_options(worker_.backend(), worker_.pool().backend())});
         if (!encoded) {
             outcome_ = Outcome::rejected;
@@ -699,7 +718,7 @@ Task<bool> Exchange::relay_stream(const translators::Codec& front, const transla
     // Exact per-chunk token counts from servers that offer them (several tokens per chunk under
     // speculative decoding); removed again from every chunk if the client did not ask.
     const bool strip_running = openai_fast_path && !req.continuous_usage &&
-                               worker_.backend().flavor != translators::Flavor::generic;
+                               translators::has_running_usage(worker_.backend().flavor);
     if (auto finished = co_await open_upstream(front, back, req, same_dialect, true, strip_usage,
                                                strip_running)) {
         co_return *finished;

@@ -77,4 +77,23 @@ Pairing pair_dialects(Dialect front, canonical::RequestKind kind, BackendDialect
     return p;
 }
 
+translators::Flavor openai_flavor(BackendDialect backend, translators::Flavor probed,
+                                  std::string_view host) {
+    switch (backend) {
+        case BackendDialect::tgi:
+            return translators::Flavor::tgi;
+        case BackendDialect::llamacpp:
+            return translators::Flavor::llamacpp;
+        case BackendDialect::sglang:
+            return translators::Flavor::sglang;
+        default:
+            break;
+    }
+    if (probed == translators::Flavor::generic &&
+        (host == "api.openai.com" || host.ends_with(".openai.azure.com"))) {
+        return translators::Flavor::openai;
+    }
+    return probed;
+}
+
 }  // namespace infergate

@@ -3,9 +3,11 @@
 // One table for every front x back cell (docs/dialects.md shows it); pure, so it is unit-tested.
 
 #include <optional>
+#include <string_view>
 
 #include "config/config.hpp"
 #include "translators/canonical/types.hpp"
+#include "translators/codec.hpp"
 
 namespace infergate {
 
@@ -25,5 +27,12 @@ struct Pairing {
 // without it; the table refuses it towards OpenAI-compatible layers that silently ignore it.
 Pairing pair_dialects(canonical::Dialect front, canonical::RequestKind kind,
                       config::BackendDialect backend, int n = 1);
+
+// The OpenAI-compatible layer behind the backend as the codecs and the fast path's edits need to
+// know it (which names it reads: docs/dialects.md, "Parameters"): what the probe found
+// (`probed`: generic, vllm or sglang), told apart further by the backend's dialect (TGI's and
+// llama.cpp's OpenAI layers) and host (the OpenAI API itself, on api.openai.com or Azure).
+translators::Flavor openai_flavor(config::BackendDialect backend, translators::Flavor probed,
+                                  std::string_view host);
 
 }  // namespace infergate

@@ -59,3 +59,18 @@ TEST_CASE("pairs with no faithful translation are refused with the way out") {
     CHECK(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::llamacpp, 2).refusal);
     CHECK_FALSE(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::openai, 2).refusal);
 }
+
+TEST_CASE("the OpenAI layer behind a backend, as the names it reads depend on it") {
+    using infergate::openai_flavor;
+    using infergate::translators::Flavor;
+    // The backend's dialect tells TGI's, llama.cpp's and SGLang's layers apart ...
+    CHECK(openai_flavor(B::tgi, Flavor::generic, "h") == Flavor::tgi);
+    CHECK(openai_flavor(B::llamacpp, Flavor::generic, "h") == Flavor::llamacpp);
+    CHECK(openai_flavor(B::sglang, Flavor::sglang, "h") == Flavor::sglang);
+    // ... the probe vLLM from any other, and the host the OpenAI API itself.
+    CHECK(openai_flavor(B::openai, Flavor::vllm, "h") == Flavor::vllm);
+    CHECK(openai_flavor(B::openai, Flavor::generic, "h") == Flavor::generic);
+    CHECK(openai_flavor(B::openai, Flavor::generic, "api.openai.com") == Flavor::openai);
+    CHECK(openai_flavor(B::openai, Flavor::generic, "x.openai.azure.com") == Flavor::openai);
+    CHECK(openai_flavor(B::openai, Flavor::generic, "openai.azure.com.evil") == Flavor::generic);
+}

@@ -3,10 +3,14 @@
 // fuzz target. The same edits made on the document as Python's json reads it (the last
 // duplicate key wins), returned as canonical text (tests/support/json_variants.hpp).
 
+#include <algorithm>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "tests/support/json_variants.hpp"
+#include "translators/canonical/types.hpp"
 #include "translators/openai/passthrough.hpp"
 
 namespace infergate::testing {
@@ -32,6 +36,39 @@ inline std::string dom_edit_response(std::string_view text,
     set_string("model", e.model);
     set_string("id", e.id);
     return canonical(doc);
+}
+
+// logit_bias as llama.cpp's [[id, bias], ...] when it is an object of token-id keys and number
+// values, as the Python servers read it (json.loads, then int() of each key: a later spelling of
+// an id, "007" after "7", keeps the first one's place and gives its value).
+inline void logit_bias_as_pairs(rapidjson::Document& doc, rapidjson::Document::AllocatorType& a) {
+    auto it = doc.FindMember("logit_bias");
+    if (it == doc.MemberEnd() || !it->value.IsObject()) {
+        return;
+    }
+    std::vector<std::pair<int64_t, const rapidjson::Value*>> pairs;
+    for (const auto& m : it->value.GetObject()) {
+        const auto id =
+            canonical::token_id_key(std::string_view(m.name.GetString(), m.name.GetStringLength()));
+        if (!id || !m.value.IsNumber()) {
+            return;
+        }
+        auto same =
+            std::find_if(pairs.begin(), pairs.end(), [&](const auto& p) { return p.first == *id; });
+        if (same != pairs.end()) {
+            same->second = &m.value;
+        } else {
+            pairs.emplace_back(*id, &m.value);
+        }
+    }
+    rapidjson::Value array(rapidjson::kArrayType);
+    for (const auto& [id, value] : pairs) {
+        rapidjson::Value pair(rapidjson::kArrayType);
+        pair.PushBack(rapidjson::Value(static_cast<int64_t>(id)), a);
+        pair.PushBack(rapidjson::Value(*value, a), a);
+        array.PushBack(pair, a);
+    }
+    it->value = array;
 }
 
 inline std::string dom_edit_request(std::string_view text,
@@ -70,6 +107,21 @@ inline std::string dom_edit_request(std::string_view text,
                 it->value.AddMember(rapidjson::StringRef(key), true, a);
             }
         }
+    }
+    for (size_t r = 0; r < e.rename_count; ++r) {
+        const std::string from(e.renames[r].from);
+        const std::string to(e.renames[r].to);
+        auto it = doc.FindMember(from.c_str());
+        if (it == doc.MemberEnd() || it->value.IsNull()) {
+            continue;
+        }
+        rapidjson::Value value(it->value, a);
+        doc.RemoveMember(from.c_str());
+        doc.RemoveMember(to.c_str());
+        doc.AddMember(rapidjson::Value(to.c_str(), a), value, a);
+    }
+    if (e.logit_bias_pairs) {
+        logit_bias_as_pairs(doc, a);
     }
     return canonical(doc);
 }

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "translators/canonical/json_scan.hpp"
+#include "translators/canonical/types.hpp"
 
 namespace infergate::translators::openai {
 
@@ -30,8 +32,8 @@ void append_string(std::string_view s, std::string& out) {
 
 // What happens to one member of an object being rewritten.
 struct MemberEdit {
-    enum class Kind { keep, replace, remove } kind = Kind::keep;
-    std::string_view value;  // the new value's JSON text, for replace
+    enum class Kind { keep, replace, remove, rename } kind = Kind::keep;
+    std::string_view value;  // the new value's JSON text (replace), or the new key's (rename)
 };
 
 // Per-thread scratch, so that editing one stream event allocates nothing once warm (the fast
@@ -74,6 +76,9 @@ void rewrite_object(std::string_view text, const ObjectSpans& spans,
         if (edits[i].kind == MemberEdit::Kind::replace) {
             out.append(text.substr(m.key_begin, m.value_begin - m.key_begin));  // "key" :
             out.append(edits[i].value);
+        } else if (edits[i].kind == MemberEdit::Kind::rename) {
+            out.append(edits[i].value);                                   // "new key"
+            out.append(text.substr(m.key_end, m.value_end - m.key_end));  // : value
         } else {
             out.append(text.substr(m.key_begin, m.value_end - m.key_begin));
         }
@@ -165,6 +170,59 @@ bool may_name_an_edited_key(std::string_view data, const ResponseEdits& e) {
     return (e.strip_usage && contains(data, "\"usage\"")) ||
            (!e.model.empty() && contains(data, "\"model\"")) ||
            (!e.id.empty() && contains(data, "\"id\""));
+}
+
+// The text of `member`'s value (an object of token-id keys and number values) as llama.cpp's
+// [[id, bias], ...], into `out`; false (out unspecified) when it is not such an object.
+bool logit_bias_as_pairs(std::string_view text, const MemberSpan& member, std::string& out) {
+    if (text[member.value_begin] != '{') {
+        return false;
+    }
+    Scratch& s = scratch();
+    if (!json::scan_object_at(text, member.value_begin, s.inner_spans)) {
+        return false;
+    }
+    // As json.loads reads the object (a repeated key: its first place, its last value), then as
+    // int() of the keys merges spellings of one token: both as canonical::logit_bias_from_object.
+    std::vector<std::pair<std::string, std::string_view>> by_key;
+    for (const MemberSpan& m : s.inner_spans.members) {
+        std::string key =
+            m.key_escaped
+                ? json::unescape(text.substr(m.key_begin + 1, m.key_end - m.key_begin - 2))
+                : std::string(text.substr(m.key_begin + 1, m.key_end - m.key_begin - 2));
+        const std::string_view value = text.substr(m.value_begin, m.value_end - m.value_begin);
+        auto it = std::find_if(by_key.begin(), by_key.end(),
+                               [&](const auto& e) { return e.first == key; });
+        if (it != by_key.end()) {
+            it->second = value;
+        } else {
+            by_key.emplace_back(std::move(key), value);
+        }
+    }
+    std::vector<std::pair<int64_t, std::string_view>> by_id;
+    for (const auto& [key, value] : by_key) {
+        const std::optional<int64_t> id = canonical::token_id_key(key);
+        if (!id || (value[0] != '-' && (value[0] < '0' || value[0] > '9'))) {
+            return false;
+        }
+        auto it =
+            std::find_if(by_id.begin(), by_id.end(), [&](const auto& e) { return e.first == *id; });
+        if (it != by_id.end()) {
+            it->second = value;
+        } else {
+            by_id.emplace_back(*id, value);
+        }
+    }
+    out.push_back('[');
+    for (size_t i = 0; i < by_id.size(); ++i) {
+        out.append(i == 0 ? "[" : ",[");
+        out.append(std::to_string(by_id[i].first));
+        out.push_back(',');
+        out.append(by_id[i].second);
+        out.push_back(']');
+    }
+    out.push_back(']');
+    return true;
 }
 
 }  // namespace
@@ -268,10 +326,55 @@ bool edit_request(std::string_view body, const RequestEdits& e, std::string& out
             added[added_count++] = options_member;
         }
     }
+    std::vector<std::string> new_keys;  // the renamed members' key texts
+    new_keys.reserve(e.rename_count);
+    for (size_t r = 0; r < e.rename_count; ++r) {
+        const Rename& rename = e.renames[r];
+        const int at = last_named(body, s.spans, rename.from);
+        if (at < 0 ||
+            body.substr(s.spans.members[static_cast<size_t>(at)].value_begin, 4) == "null") {
+            continue;
+        }
+        std::string& key = new_keys.emplace_back();
+        append_string(rename.to, key);
+        for (size_t i = 0; i < s.spans.members.size(); ++i) {
+            if (json::key_is(body, s.spans.members[i], rename.from)) {
+                s.edits[i] = {MemberEdit::Kind::rename, key};
+            } else if (json::key_is(body, s.spans.members[i], rename.to)) {
+                s.edits[i] = {MemberEdit::Kind::remove, {}};
+            }
+        }
+    }
+    std::string pairs;
+    if (e.logit_bias_pairs) {
+        const int at = last_named(body, s.spans, "logit_bias");
+        if (at >= 0 && s.edits[static_cast<size_t>(at)].kind == MemberEdit::Kind::keep &&
+            logit_bias_as_pairs(body, s.spans.members[static_cast<size_t>(at)], pairs)) {
+            s.edits[static_cast<size_t>(at)] = {MemberEdit::Kind::replace, pairs};
+        }
+    }
     out.append(body.substr(0, s.spans.open));
     rewrite_object(body, s.spans, s.edits, added, added_count, out);
     out.append(body.substr(s.spans.close + 1));
     return true;
+}
+
+bool name_edits(Flavor flavor, bool keep_stop_str_sent, RequestEdits& edits) {
+    static constexpr Rename kLlamacpp[] = {{"max_completion_tokens", "max_tokens"},
+                                           {"repetition_penalty", "repeat_penalty"}};
+    static constexpr Rename kSglang[] = {{"include_stop_str_in_output", "no_stop_trim"}};
+    if (flavor == Flavor::llamacpp) {
+        edits.renames = kLlamacpp;
+        edits.rename_count = std::size(kLlamacpp);
+        edits.logit_bias_pairs = true;
+        return true;
+    }
+    if (flavor == Flavor::sglang && keep_stop_str_sent) {
+        edits.renames = kSglang;
+        edits.rename_count = std::size(kSglang);
+        return true;
+    }
+    return false;
 }
 
 }  // namespace infergate::translators::openai

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -184,6 +185,95 @@ TEST_CASE("passthrough: requests get the model and stream_options, however they 
           R"({"stream_options":{"x":1,"include_usage":true}})");
 }
 
+namespace {
+
+// The edits the fast path makes for a llama.cpp backend (proxy/exchange.cpp, fast_path_body).
+openai::RequestEdits llamacpp_edits() {
+    openai::RequestEdits e;
+    REQUIRE(openai::name_edits(infergate::translators::Flavor::llamacpp, false, e));
+    return e;
+}
+
+}  // namespace
+
+TEST_CASE("passthrough: the budget reaches llama.cpp as max_tokens, bytes kept") {
+    const openai::RequestEdits e = llamacpp_edits();
+    // llama-server before 2026 reads only max_tokens / n_predict: the client's
+    // max_completion_tokens is renamed, everything else keeps its bytes.
+    CHECK(edited_request(R"({"model": "m", "max_completion_tokens" : 16, "stream": true})", e) ==
+          R"({"model": "m", "max_tokens" : 16, "stream": true})");
+    // The client's max_completion_tokens counts (OpenAI: it replaces max_tokens), so a
+    // max_tokens next to it goes, wherever it is.
+    CHECK(edited_request(R"({"max_tokens":100,"max_completion_tokens":16,"x":1})", e) ==
+          R"({"max_tokens":16,"x":1})");
+    CHECK(edited_request(R"({"max_completion_tokens":16, "max_tokens":100})", e) ==
+          R"({"max_tokens":16})");
+    // null is "not set" to OpenAI: max_tokens stays what counts, nothing is renamed.
+    CHECK(edited_request(R"({"max_completion_tokens":null,"max_tokens":100})", e) ==
+          R"({"max_completion_tokens":null,"max_tokens":100})");
+    // An escaped key is the same key; the last duplicate decides (here: not null).
+    CHECK(edited_request(R"({"max_completion_tok\u0065ns":null,"max_completion_tokens":5})", e) ==
+          R"({"max_tokens":null,"max_tokens":5})");
+    CHECK(edited_request(R"({"repetition_penalty":1.1})", e) == R"({"repeat_penalty":1.1})");
+    const std::vector<std::string> bodies = {
+        R"({"max_completion_tokens":16})",
+        R"({"max_tokens":3,"max_completion_tokens":16,"max_tokens":4})",
+        R"({"max_completion_tokens":null})",
+        R"({"max_completion_tokens":1,"max_completion_tokens":null,"max_tokens":2})",
+        R"({"repetition_penalty":1.2,"repeat_penalty":1.5,"model":"a"})",
+        "{ }",
+    };
+    for (const auto& body : bodies) {
+        CAPTURE(body);
+        CHECK(canonical(edited_request(body, e)) == dom_edit_request(body, e));
+    }
+}
+
+TEST_CASE("passthrough: logit_bias reaches llama.cpp in its [[id, bias]] form") {
+    const openai::RequestEdits e = llamacpp_edits();
+    // The numbers keep their bytes; the ids are written as integers.
+    CHECK(edited_request(R"({"logit_bias": {"32000": 7, "13" :-1e2}, "n": 1})", e) ==
+          R"({"logit_bias": [[32000,7],[13,-1e2]], "n": 1})");
+    CHECK(edited_request(R"({"logit_bias":{}})", e) == R"({"logit_bias":[]})");
+    // As Python reads it: a repeated key keeps its first place and its last value, and so do
+    // two spellings of one id.
+    CHECK(edited_request(R"({"logit_bias":{"5":1,"6":2,"5":3,"005":4}})", e) ==
+          R"({"logit_bias":[[5,4],[6,2]]})");
+    CHECK(edited_request(R"({"logit_bias":{"\u0035":1}})", e) == R"({"logit_bias":[[5,1]]})");
+    // Not an object of ids and numbers (already llama.cpp's form, null, a word): left alone.
+    for (const std::string body :
+         {R"({"logit_bias":[[5,1]]})", R"({"logit_bias":null})", R"({"logit_bias":{"a":1}})",
+          R"({"logit_bias":{"5":"1"}})", R"({"logit_bias":{"-5":1}})",
+          R"({"logit_bias":{"5":[1]}})", R"({"logit_bias":{"99999999999":1}})"}) {
+        CAPTURE(body);
+        CHECK(edited_request(body, e) == body);
+        CHECK(canonical(edited_request(body, e)) == dom_edit_request(body, e));
+    }
+    for (const std::string body :
+         {R"({"logit_bias":{"5":1},"logit_bias":{"6":2}})", R"({"logit_bias":{"5":"x","5":2}})",
+          R"({"logit_bias":{"7":1,"007":"x"}})", R"({"logit_bias":{"1":1},"logit_bias":null})"}) {
+        CAPTURE(body);
+        CHECK(canonical(edited_request(body, e)) == dom_edit_request(body, e));
+    }
+}
+
+TEST_CASE("passthrough: which names each backend's OpenAI layer needs") {
+    using infergate::translators::Flavor;
+    openai::RequestEdits e;
+    for (const Flavor f : {Flavor::generic, Flavor::vllm, Flavor::openai, Flavor::tgi}) {
+        CHECK_FALSE(openai::name_edits(f, true, e));
+    }
+    CHECK_FALSE(openai::name_edits(Flavor::sglang, false, e));
+    REQUIRE(openai::name_edits(Flavor::sglang, true, e));
+    CHECK(edited_request(R"({"include_stop_str_in_output": true, "stop": ["x"]})", e) ==
+          R"({"no_stop_trim": true, "stop": ["x"]})");
+    e = {};
+    REQUIRE(openai::name_edits(Flavor::llamacpp, false, e));
+    CHECK(edited_request(
+              R"({"max_completion_tokens":8,"repetition_penalty":1.5,"logit_bias":{"2":-100}})",
+              e) == R"({"max_tokens":8,"repeat_penalty":1.5,"logit_bias":[[2,-100]]})");
+}
+
 TEST_CASE("passthrough: every golden sample, in every style, edits as its document would") {
     const auto samples = golden_objects();
     REQUIRE(samples.size() > 40);
@@ -196,6 +286,8 @@ TEST_CASE("passthrough: every golden sample, in every style, edits as its docume
     request_edit.model = "m/x";
     request_edit.include_usage = true;
     request_edit.continuous_usage = true;
+    openai::RequestEdits llamacpp_edit = llamacpp_edits();
+    llamacpp_edit.model = "m/x";
     size_t checked = 0;
     for (const auto& [where, text] : samples) {
         rapidjson::Document doc;
@@ -219,6 +311,8 @@ TEST_CASE("passthrough: every golden sample, in every style, edits as its docume
             }
             CHECK(canonical(edited_request(variant, request_edit)) ==
                   dom_edit_request(variant, request_edit));
+            CHECK(canonical(edited_request(variant, llamacpp_edit)) ==
+                  dom_edit_request(variant, llamacpp_edit));
             ++checked;
         }
     }
