@@ -78,7 +78,8 @@ constexpr canonical::InertRule kInert[] = {
     {"conversation_id", "*"}, {"return_hidden_states", "false"},
     {"return_routed_experts", "false"}, {"use_audio_in_video", "false"},
     {"require_reasoning", "false"}, {"return_bytes", "false"}, {"return_entropy", "false"},
-    {"return_text_in_logprobs", "false"}};
+    {"return_text_in_logprobs", "false"}, {"logprob_start_len", "-1"},
+    {"token_ids_logprob", "[]"}};
 // clang-format on
 constexpr canonical::InertRule kInertSampling[] = {
     {"stream_interval", "*"}, {"spaces_between_special_tokens", "true"}, {"stop_regex", "[]"}};

@@ -95,9 +95,13 @@ TEST_CASE("sglang decode_request: every known sampling key and top-level field")
     CHECK(req.sampling_extras[0].key == "json_schema");
     CHECK(req.sampling_extras[0].json == R"("{\"type\": \"object\"}")");
     CHECK_FALSE(req.sampling_extras[0].inert);
-    // Unknown top-level keys survive too.
+    // Unknown top-level keys survive too; logprob_start_len at SGLang's default (-1) is inert
+    // (sglang's own bench_serving sends it), a LoRA adapter is not.
     REQUIRE(req.extras.size() == 2);
     CHECK(req.extras[0].key == "lora_path");
+    CHECK_FALSE(req.extras[0].inert);
+    CHECK(req.extras[1].key == "logprob_start_len");
+    CHECK(req.extras[1].inert);
     CHECK(req.extras[0].json == R"("adapter-1")");
     CHECK(req.extras[1].key == "logprob_start_len");
     CHECK(req.extras[1].json == "-1");
