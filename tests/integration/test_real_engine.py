@@ -64,12 +64,6 @@ ITEM4_LLAMACPP_FIELDS = ("issue 16 item 4: /completion through the proxy loses t
                          "generation_settings, truncated, tokens_cached, prompt, has_new_line")
 ITEM4_PROPS = ("issue 16 item 4: GET /props is synthesized (total_slots 1, the alias as "
                "model_path, an empty chat_template)")
-STREAM_ERROR_LINE = ("not in issue 16: llama-server reports an error inside a 200 stream as an "
-                     "`error: {json}` SSE line, which infergate does not read: a /completion "
-                     "client is told that the backend closed the stream early, and on the chat "
-                     "route (where `data: [DONE]` follows) the stream looks finished, with no "
-                     "text and no error")
-
 
 def failing(reason: str):
     """expectedFailure, with the reason in the test's description."""
@@ -131,7 +125,6 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
        for f in ("sglang", "openai_completions", "openai_chat", "vllm_legacy")
        for m in ("whole", "stream")},
     **{(f"stop_{m}", "anthropic"): ITEM4_ANTHROPIC_STOP for m in ("whole", "stream")},
-    **{("engine_error_stream", f.name): STREAM_ERROR_LINE for f in FRONTS},
     **{("cancel_whole", f.name): ITEM8_WHOLE_CANCEL for f in FRONTS},
     **{("params", f): ITEM2_OLLAMA_OPTIONS
        for f in ("ollama_generate", "ollama_raw", "ollama_chat")},
