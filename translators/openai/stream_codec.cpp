@@ -277,11 +277,22 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
         }
         const bool has_text = text != nullptr && text->IsString() && text->GetStringLength() > 0;
         std::optional<canonical::FinishReason> finish = read_finish(item, state.max_tokens);
-        // Role-only and empty deltas carry nothing a client of another dialect could use.
-        if (!has_text && !finish) {
+        // vLLM's token ids (return_token_ids): a token whose text is empty is still one.
+        const json::Value* ids = json::find(item, "token_ids");
+        const bool has_ids = ids != nullptr && ids->IsArray() && !ids->Empty();
+        // Role-only and empty deltas carry nothing a client of another dialect could use, but
+        // a prompt count that comes before any text (continuous usage) is worth passing on.
+        if (!has_text && !finish && !has_ids && !usage.prompt_tokens) {
             continue;
         }
         StreamEvent& ev = out.emplace_back();
+        if (has_ids) {
+            for (const json::Value& id : ids->GetArray()) {
+                if (id.IsInt64()) {
+                    ev.token_ids.push_back(id.GetInt64());
+                }
+            }
+        }
         ev.type = StreamEvent::Type::chunk;
         const json::Value* index = json::find(item, "index");
         ev.index = index != nullptr && index->IsInt() ? index->GetInt() : static_cast<int>(i);
