@@ -111,20 +111,31 @@ bool usage_known(const canonical::Usage& usage) {
     return usage.prompt_tokens || usage.completion_tokens || usage.cached_tokens;
 }
 
+bool usage_complete(const canonical::Usage& usage) {
+    return usage.prompt_tokens && usage.completion_tokens;
+}
+
+std::string_view route_finish_reason(FinishKind kind, Api api) {
+    if (api == Api::completions && kind == FinishKind::tool_calls) {
+        return "stop";
+    }
+    return finish_reason_name(kind);
+}
+
+std::string_view whole_finish_reason(FinishKind kind, Api api) {
+    return kind == FinishKind::none ? std::string_view("stop") : route_finish_reason(kind, api);
+}
+
 void write_usage(json::Writer& w, const canonical::Usage& usage) {
     w.StartObject();
-    if (usage.prompt_tokens) {
-        json::key(w, "prompt_tokens");
-        w.Int64(*usage.prompt_tokens);
-    }
-    if (usage.completion_tokens) {
-        json::key(w, "completion_tokens");
-        w.Int64(*usage.completion_tokens);
-    }
-    if (usage.prompt_tokens && usage.completion_tokens) {
-        json::key(w, "total_tokens");
-        w.Int64(*usage.prompt_tokens + *usage.completion_tokens);
-    }
+    const int64_t prompt = usage.prompt_tokens.value_or(0);
+    const int64_t completion = usage.completion_tokens.value_or(0);
+    json::key(w, "prompt_tokens");
+    w.Int64(prompt);
+    json::key(w, "completion_tokens");
+    w.Int64(completion);
+    json::key(w, "total_tokens");
+    w.Int64(prompt + completion);
     if (usage.cached_tokens) {
         json::key(w, "prompt_tokens_details");
         w.StartObject();

@@ -53,14 +53,9 @@ const canonical::Prompt* echoed_prompt(const Choice& c, const GenerationRequest&
     return &req.prompts[prompt_index];
 }
 
-void write_finish(json::Writer& w, const canonical::FinishReason& finish) {
+void write_finish(json::Writer& w, const canonical::FinishReason& finish, Api api) {
     json::key(w, "finish_reason");
-    const std::string_view name = finish_reason_name(finish.kind);
-    if (name.empty()) {
-        w.Null();
-    } else {
-        json::string(w, name);
-    }
+    json::string(w, whole_finish_reason(finish.kind, api));
 }
 
 }  // namespace
@@ -109,12 +104,12 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
         }
         json::key(w, "logprobs");
         w.Null();
-        write_finish(w, c.finish);
+        write_finish(w, c.finish, api);
         w.EndObject();
     }
     w.EndArray();
     const Usage usage = response_usage(result, req.sampling.n);
-    if (usage_known(usage)) {
+    if (usage_complete(usage)) {
         json::key(w, "usage");
         write_usage(w, usage);
     }

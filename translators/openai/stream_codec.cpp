@@ -42,10 +42,10 @@ public:
         return w_;
     }
 
-    // `]` + optional `"usage":{...}` + `}\n\n`
+    // `]` + optional `"usage":{...}` (only a complete one) + `}\n\n`
     void end(const Usage* usage) {
         w_.EndArray();
-        if (usage != nullptr) {
+        if (usage != nullptr && usage_complete(*usage)) {
             json::key(w_, "usage");
             write_usage(w_, *usage);
         }
@@ -80,7 +80,7 @@ public:
         json::key(w_, "logprobs");
         w_.Null();
         json::key(w_, "finish_reason");
-        const std::string_view reason = finish_reason_name(finish);
+        const std::string_view reason = route_finish_reason(finish, api_);
         if (part == Part::finish && !reason.empty()) {
             json::string(w_, reason);
         } else {
@@ -195,8 +195,10 @@ void encode_stream_end(StreamState& state, std::string& out, Api api) {
     state.ended = true;
     // The usage chunk (choices: []) only when the client asked: clients that did not ask
     // index choices[0] of every chunk and crash on it.
-    if (state.include_usage) {
-        const Usage usage = state.aggregate_usage();
+    // A usage the backend did not report in full cannot be written in OpenAI's shape (all three
+    // counts are required): the chunk is left out rather than a count made up.
+    const Usage usage = state.aggregate_usage();
+    if (state.include_usage && usage_complete(usage)) {
         ChunkWriter chunks(out, state, api);
         chunks.begin();
         chunks.end(&usage);

@@ -385,7 +385,9 @@ TEST_SUITE("openai response encode (client)") {
         check_same_client_view(out, sample, true);
     }
 
-    TEST_CASE("finish reasons, null when unfinished; usage omitted when unknown") {
+    // Issue 16 item 5: finish_reason is required in a whole answer (the Vercel AI SDK rejects
+    // null): a backend that did not say gets "stop".
+    TEST_CASE("finish reasons, stop when the backend did not say; usage omitted when unknown") {
         GenerationResult r;
         r.id = "i";
         r.model = "m";
@@ -395,7 +397,7 @@ TEST_SUITE("openai response encode (client)") {
         CHECK(encode(chat(), r) ==
               R"({"id":"i","object":"chat.completion","created":5,"model":"m","choices":[)"
               R"({"index":0,"message":{"role":"assistant","content":"a"},"logprobs":null,)"
-              R"("finish_reason":null},)"
+              R"("finish_reason":"stop"},)"
               R"({"index":1,"message":{"role":"assistant","content":"b"},"logprobs":null,)"
               R"("finish_reason":"tool_calls"},)"
               R"({"index":2,"message":{"role":"assistant","content":"c"},"logprobs":null,)"
@@ -404,14 +406,19 @@ TEST_SUITE("openai response encode (client)") {
               R"("finish_reason":"abort"}]})");
     }
 
-    TEST_CASE("partial usage: only the known keys, total only when both counts are known") {
+    // Issue 16 item 5: OpenAI's usage requires all three counts; one the backend did not report
+    // leaves the object out rather than a count made up.
+    TEST_CASE("partial usage: left out, never a usage without prompt_tokens or total_tokens") {
         GenerationResult r;
         r.choices = {choice(0, "x", FinishKind::stop)};
         r.usage.completion_tokens = 3;
         CHECK(encode(completions(), r) ==
               R"({"id":"","object":"text_completion","created":0,"model":"","choices":[)"
-              R"({"index":0,"text":"x","logprobs":null,"finish_reason":"stop"}],)"
-              R"("usage":{"completion_tokens":3}})");
+              R"({"index":0,"text":"x","logprobs":null,"finish_reason":"stop"}]})");
+        r.usage.prompt_tokens = 2;
+        CHECK(encode(completions(), r)
+                  .ends_with(
+                      R"("usage":{"prompt_tokens":2,"completion_tokens":3,"total_tokens":5}})"));
     }
 
     TEST_CASE("per-choice usage is summed when there is no aggregate (prompt once per n)") {
