@@ -60,6 +60,16 @@ std::string_view whole_finish_reason(canonical::FinishKind kind, Api api);
 // tool_calls (a model that ended on a tool call ended on its own: "stop").
 std::string_view route_finish_reason(canonical::FinishKind kind, Api api);
 
+// What only an OpenAI chat client takes from a chat answer's `message` (or a chunk's `delta`):
+// its members other than role and content (tool_calls, refusal, reasoning_content, ...), keyed
+// "<prefix><key>". For a client of another dialect tool calls cannot be carried: the error that
+// says so.
+std::optional<canonical::Error> carry(const json::Value& message, std::string_view prefix,
+                                      std::optional<canonical::Dialect> client,
+                                      canonical::Carried& out);
+// The carried members for an OpenAI chat client (null when they came from another dialect).
+const canonical::Carried* own(const canonical::Carried& carried);
+
 // Writes the value of an OpenAI error envelope's "error" key: {message, type, param, code}.
 void write_error_object(json::Writer& w, const canonical::Error& error);
 

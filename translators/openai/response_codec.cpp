@@ -92,6 +92,9 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
             json::string(w, "assistant");
             json::key(w, "content");
             json::string(w, c.text);
+            if (const canonical::Carried* carried = own(c.carried)) {
+                json::write_carried(w, carried->members, "message.");
+            }
             w.EndObject();
         } else {
             json::key(w, "text");
@@ -172,6 +175,9 @@ Result<GenerationResult> decode_response(std::string_view body, const Generation
         if (api == Api::chat) {
             if (const json::Value* message = json::find(item, "message")) {
                 text = json::find(*message, "content");
+                if (auto lost = carry(*message, "message.", req.dialect, c.carried)) {
+                    return std::move(*lost);
+                }
             }
         } else {
             text = json::find(item, "text");

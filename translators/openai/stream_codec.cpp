@@ -54,8 +54,8 @@ public:
     }
 
     // One chunk carrying one part of choice `index`.
-    void choice(int index, Part part, std::string_view text, FinishKind finish,
-                const Usage* usage) {
+    void choice(int index, Part part, std::string_view text, FinishKind finish, const Usage* usage,
+                const canonical::Carried* carried = nullptr) {
         begin();
         w_.StartObject();
         json::key(w_, "index");
@@ -69,8 +69,14 @@ public:
                 json::key(w_, "content");
                 json::string(w_, "");
             } else if (part == Part::content) {
-                json::key(w_, "content");
-                json::string(w_, text);
+                // A tool-call delta has no content, as OpenAI writes it.
+                if (!text.empty() || carried == nullptr) {
+                    json::key(w_, "content");
+                    json::string(w_, text);
+                }
+                if (carried != nullptr) {
+                    json::write_carried(w_, carried->members, "delta.");
+                }
             }
             w_.EndObject();
         } else {
@@ -159,7 +165,8 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
         c.cached_tokens = event.usage.cached_tokens;
     }
     const bool finishing = event.finish && event.finish->kind != FinishKind::none;
-    if (event.text.empty() && !finishing) {
+    const canonical::Carried* carried = api == Api::chat ? own(event.carried) : nullptr;
+    if (event.text.empty() && !finishing && carried == nullptr) {
         return;
     }
     // Up to three chunks (role, text, finish) of ~200 bytes besides the text, id and model.
@@ -178,8 +185,8 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
         usage = running_usage(c, state);
         usage_ptr = &usage;
     }
-    if (!event.text.empty()) {
-        chunks.choice(index, Part::content, event.text, FinishKind::none, usage_ptr);
+    if (!event.text.empty() || carried != nullptr) {
+        chunks.choice(index, Part::content, event.text, FinishKind::none, usage_ptr, carried);
         state.content_seen = true;
     }
     if (finishing) {
@@ -270,9 +277,14 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
             return;
         }
         const json::Value* text = nullptr;
+        canonical::Carried carried;
         if (api == Api::chat) {
             if (const json::Value* delta = json::find(item, "delta")) {
                 text = json::find(*delta, "content");
+                if (auto lost = carry(*delta, "delta.", state.client, carried)) {
+                    push_error(out, std::move(*lost));
+                    return;
+                }
             }
         } else {
             text = json::find(item, "text");
@@ -284,10 +296,11 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
         const bool has_ids = ids != nullptr && ids->IsArray() && !ids->Empty();
         // Role-only and empty deltas carry nothing a client of another dialect could use, but
         // a prompt count that comes before any text (continuous usage) is worth passing on.
-        if (!has_text && !finish && !has_ids && !usage.prompt_tokens) {
+        if (!has_text && !finish && !has_ids && !usage.prompt_tokens && carried.empty()) {
             continue;
         }
         StreamEvent& ev = out.emplace_back();
+        ev.carried = std::move(carried);
         if (has_ids) {
             for (const json::Value& id : ids->GetArray()) {
                 if (id.IsInt64()) {

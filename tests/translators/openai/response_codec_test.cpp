@@ -475,3 +475,26 @@ TEST_SUITE("openai response encode (client)") {
                      R"("param":null,"code":"backend_unavailable"}})");
     }
 }
+
+// Issue 16 item 7: TGI's OpenAI-compatible chat route is translated, not relayed: its tool
+// calls reach an OpenAI chat client as TGI wrote them; a client of another dialect gets a 502.
+TEST_CASE("openai chat: tool_calls carried to an OpenAI chat client, a 502 for others") {
+    constexpr std::string_view body =
+        R"({"object":"chat.completion","id":"","created":1,"model":"m","system_fingerprint":"3.0.0",)"
+        R"("choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"0","type":"function",)"
+        R"("function":{"description":null,"name":"get_weather","arguments":{"location":"Paris"}}}]},)"
+        R"("logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}})";
+    GenerationRequest req;
+    req.dialect = infergate::canonical::Dialect::openai_chat;
+    const GenerationResult r = decode_ok(chat(), body, req);
+    const std::string out = encode(chat(), r, req);
+    CHECK(out.find(R"("message":{"role":"assistant","content":"","tool_calls":[{"id":"0",)"
+                   R"("type":"function","function":{"description":null,"name":"get_weather",)"
+                   R"("arguments":{"location":"Paris"}}}]})") != std::string::npos);
+    GenerationRequest anthropic = req;
+    anthropic.dialect = infergate::canonical::Dialect::anthropic;
+    auto lost = chat().decode_response(body, anthropic);
+    REQUIRE_FALSE(lost.ok());
+    CHECK(lost.error().status == 502);
+    CHECK(lost.error().message.find("tool_calls") != std::string::npos);
+}
