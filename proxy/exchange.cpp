@@ -712,7 +712,11 @@ Task<bool> Exchange::relay_stream(const translators::Codec& front, const transla
 
     canonical::StreamState dec;
     dec.n = req.sampling.n;
-    dec.client = front.dialect();  // what only a client of the backend's dialect takes is kept
+    if (!same_dialect) {
+        // What only a client of the backend's dialect takes is kept for it (the fast path relays
+        // the bytes themselves).
+        dec.client = front.dialect();
+    }
     if (!req.sampling.keep_stop_str.value_or(false)) {
         dec.stop = req.sampling.stop;
     }
