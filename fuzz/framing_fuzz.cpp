@@ -100,6 +100,7 @@ ModelSse model_sse(std::string_view in, size_t limit, bool comments) {
     std::string name;
     std::string data;
     bool has_data = false;
+    bool error_data = false;  // the event's data came from `error:` lines (llama-server)
     size_t i = 0;
     while (i < in.size()) {
         size_t j = i;
@@ -113,11 +114,13 @@ ModelSse model_sse(std::string_view in, size_t limit, bool comments) {
         }
         if (line.empty()) {
             if (has_data) {
-                m.events.push_back(SseEvent{name, data});
+                m.events.push_back(
+                    SseEvent{name, error_data ? infergate::framing::error_envelope(data) : data});
             }
             name.clear();
             data.clear();
             has_data = false;
+            error_data = false;
         } else if (line[0] == ':') {
             if (comments) {
                 m.events.push_back(SseEvent{"", std::string(line.substr(1)), true});
@@ -135,7 +138,9 @@ ModelSse model_sse(std::string_view in, size_t limit, bool comments) {
                     value.erase(0, 1);
                 }
             }
-            if (field == "data") {
+            const bool error_line = field == "error" && !(has_data && !error_data);
+            if (field == "data" || error_line) {
+                error_data = error_data || error_line;
                 if (data.size() + value.size() + (has_data ? 1 : 0) > limit) {
                     m.overflowed = true;
                     return m;
@@ -152,7 +157,8 @@ ModelSse model_sse(std::string_view in, size_t limit, bool comments) {
         i = j + ((in[j] == '\r' && j + 1 < in.size() && in[j + 1] == '\n') ? 2 : 1);
     }
     if (has_data) {
-        m.events.push_back(SseEvent{name, data});
+        m.events.push_back(
+            SseEvent{name, error_data ? infergate::framing::error_envelope(data) : data});
     }
     return m;
 }
@@ -248,7 +254,8 @@ void check_sse(std::string_view input, size_t max_buffer, Rng& rng) {
         // Line ends never leak into a field; an event name is a single line.
         require(e.event.find_first_of("\r\n") == std::string::npos);
         require(e.data.find('\r') == std::string::npos);
-        require(e.data.size() <= max_buffer);
+        // (An `error:` field's value is wrapped in an envelope after the limit was checked.)
+        require(e.data.size() <= max_buffer || e.data.starts_with("{\"error\":"));
     }
     const auto bytewise = run_sse(max_buffer, comments, [&](auto feed) {
         for (size_t i = 0; i < input.size(); ++i) {

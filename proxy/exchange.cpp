@@ -448,7 +448,7 @@ Task<std::optional<bool>> Exchange::open_upstream(const translators::Codec& fron
     const std::string target =
         worker_.pool().backend().url.base_path + std::string(back.upstream_path(req));
     if (!co_await call_upstream(http::verb::post, target, std::move(body), upstream_streams)) {
-        if (watch_->client_gone) {
+        if (client_left()) {
             co_return false;
         }
         co_return co_await send_error(front, error_);
@@ -462,7 +462,7 @@ Task<std::optional<bool>> Exchange::open_upstream(const translators::Codec& fron
     std::string response;
     const auto ec = co_await read_upstream_body(response);
     finish_upstream(!ec);
-    if (watch_->client_gone) {
+    if (client_left()) {
         co_return false;
     }
     outcome_ = Outcome::upstream_error;
@@ -485,7 +485,7 @@ Task<bool> Exchange::relay_whole(const translators::Codec& front, const translat
         std::string response;
         if (auto ec = co_await read_upstream_body(response)) {
             finish_upstream(false);
-            if (watch_->client_gone) {
+            if (client_left()) {
                 co_return false;
             }
             co_return co_await send_error(front, upstream_failure(ec, "reading the response"));
@@ -574,7 +574,7 @@ Task<bool> Exchange::relay_whole(const translators::Codec& front, const translat
         std::string_view bytes;
         if (auto ec = co_await read_upstream_some(bytes)) {
             finish_upstream(false);
-            if (watch_->client_gone) {
+            if (client_left()) {
                 co_return false;
             }
             co_return co_await send_error(front, upstream_failure(ec, "reading the stream"));
@@ -731,6 +731,11 @@ Task<bool> Exchange::relay_stream(const translators::Codec& front, const transla
 
     canonical::StreamState dec;
     dec.n = req.sampling.n;
+    if (!same_dialect) {
+        // What only a client of the backend's dialect takes is kept for it (the fast path relays
+        // the bytes themselves).
+        dec.client = front.dialect();
+    }
     if (!req.sampling.keep_stop_str.value_or(false)) {
         dec.stop = req.sampling.stop;
     }
@@ -801,8 +806,7 @@ Task<bool> Exchange::relay_stream(const translators::Codec& front, const transla
     while (!done) {
         std::string_view bytes;
         if (auto ec = co_await read_upstream_some(bytes)) {
-            if (watch_->client_gone) {
-                outcome_ = Outcome::client_disconnect;
+            if (client_left()) {
                 note_usage(tally.total());
                 co_return false;
             }

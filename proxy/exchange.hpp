@@ -107,6 +107,9 @@ private:
     void finish_upstream(bool reusable);
     std::chrono::milliseconds op_timeout(int64_t configured_ms) const;
     void start_watch();
+    // Whether the client went away while the backend worked (the Watch saw it); records that as
+    // the exchange's outcome, so that an answer nobody received is never counted as ok.
+    bool client_left();
     canonical::Error upstream_failure(beast::error_code ec, std::string_view stage);
 
     // ---- responses ------------------------------------------------------------------------
@@ -159,7 +162,7 @@ private:
 
     canonical::Error error_;  // the last upstream failure, mapped to a client-facing error
     Outcome outcome_ = Outcome::ok;
-    int status_ = 200;
+    int status_ = 0;  // the status sent to the client; 0 until a status line went out
     std::chrono::steady_clock::time_point received_;
 
     // What the metrics and the access log get at the end.

@@ -131,6 +131,14 @@ void Exchange::start_watch() {
     });
 }
 
+bool Exchange::client_left() {
+    if (!watch_ || !watch_->client_gone) {
+        return false;
+    }
+    outcome_ = Outcome::client_disconnect;
+    return true;
+}
+
 canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_view stage) {
     const config::Backend& b = worker_.pool().backend();
     canonical::Error e;

@@ -180,7 +180,9 @@ void Exchange::finish_record() {
     w.Key("model");
     w.String(model_label_);  // logs may hold what the client typed; metric labels never do
     w.Key("status");
-    w.Int(status_);
+    // No status line went out: nginx's 499 ("client closed request") when the client left
+    // first, which log tools know; 0 otherwise (the metrics say status_class="none").
+    w.Int(status_ == 0 && outcome_ == Outcome::client_disconnect ? 499 : status_);
     w.Key("outcome");
     const auto outcome = to_string(outcome_);
     w.String(outcome.data(), static_cast<rapidjson::SizeType>(outcome.size()));

@@ -210,26 +210,45 @@ Task<bool> Exchange::tgi_info() {
 
 Task<bool> Exchange::llamacpp_props() {
     const auto& info = worker_.backend();
+    if (info.ready && info.dialect == config::BackendDialect::llamacpp) {
+        // A llama.cpp backend answers for itself: its slots, model file, chat template, build
+        // and generation defaults are facts only it knows.
+        const translators::Codec& llama = translators::codec_for(canonical::Dialect::llamacpp);
+        if (!co_await call_upstream(http::verb::get,
+                                    worker_.pool().backend().url.base_path + "/props", {}, false)) {
+            co_return co_await send_error(llama, error_);
+        }
+        std::string body;
+        const auto ec = co_await read_upstream_body(body);
+        finish_upstream(!ec);
+        if (ec) {
+            co_return co_await send_error(llama, upstream_failure(ec, "reading the response"));
+        }
+        const std::string_view ctype = upstream_->parser->content_type();
+        co_return co_await send(static_cast<http::status>(upstream_->status()), std::move(body),
+                                ctype.empty() ? "application/json" : ctype);
+    }
+    // Another engine: only what infergate knows. Its slot count (the engine batches as it
+    // likes), chat template and model file are not visible through its API, so total_slots,
+    // chat_template and the like are left out rather than made up.
     std::string out;
     json::StringOut os{&out};
     json::Writer w(os);
     w.StartObject();
     w.Key("default_generation_settings");
     w.StartObject();
-    w.Key("n_ctx");
-    w.Int64(info.max_model_len.value_or(0));
+    if (info.max_model_len) {
+        w.Key("n_ctx");
+        w.Int64(*info.max_model_len);
+    }
     w.Key("params");
     w.StartObject();
     w.Key("n_predict");
-    w.Int(-1);
+    w.Int(-1);  // llama.cpp's "until the end": what a llama.cpp client gets with no budget
     w.EndObject();
     w.EndObject();
-    w.Key("total_slots");
-    w.Int(1);
     w.Key("model_path");
-    w.String(info.served_model);
-    w.Key("chat_template");
-    w.String("");
+    w.String(info.served_model);  // the model's name: the only name the backend's API gives
     w.Key("modalities");
     w.StartObject();
     w.Key("vision");

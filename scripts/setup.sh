@@ -3,6 +3,7 @@
 # Safe to run again: apt and the build are incremental.
 #   scripts/setup.sh            install + build (RelWithDebInfo) into ./build
 #   SKIP_APT=1 scripts/setup.sh build only
+#   SKIP_REAL_ENGINE=1 ...      without the real llama.cpp engine (scripts/real_engine.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,8 @@ PACKAGES=(
   libboost1.81-dev rapidjson-dev prometheus-cpp-dev libyaml-cpp-dev doctest-dev libssl-dev
   # tests: integration harness, real clients, real Prometheus
   python3 python3-aiohttp curl ca-certificates openssl prometheus
+  # the real-engine tests' model, written with llama.cpp's gguf-py (scripts/make_tiny_model.py)
+  python3-numpy python3-sentencepiece python3-yaml
   # benchmarks and baselines
   nginx-light haproxy wrk nghttp2-client valgrind
 )
@@ -37,6 +40,13 @@ BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" >/dev/null
 # 2 cores are the norm here; more jobs only thrash memory on the Asio/Beast unit.
 cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"
+
+# The real llama.cpp server and its tiny model for the real-engine tests, built once into
+# $BUILD_DIR/engine (a few minutes the first time); without llama.cpp's source it says so and the
+# tests are skipped.
+if [ -z "${SKIP_REAL_ENGINE:-}" ]; then
+  BUILD_DIR="$BUILD_DIR" scripts/real_engine.sh
+fi
 
 # The real client libraries the tests drive (pinned in tests/clients/package-lock.json).
 if [ -f tests/clients/package-lock.json ] && [ -z "${SKIP_NPM:-}" ]; then

@@ -299,8 +299,14 @@ class OpenAICompletionsFront(Front):
             if ch.get("finish_reason") is not None:
                 finish = ch["finish_reason"]
         tc.assertGreaterEqual(pieces, 2, "more than one content chunk expected")
-        tc.assertIsInstance(usage, dict, "include_usage asked, no usage chunk")
-        if usage.get("prompt_tokens") is not None and usage.get("completion_tokens") is not None:
+        if tc.DIALECT == "vllm_legacy" and usage is None:
+            # vLLM's demo server reports no prompt count, and OpenAI's usage object requires
+            # all three counts (issue 16 item 5): the usage chunk is left out.
+            usage = {}
+        else:
+            tc.assertIsInstance(usage, dict, "include_usage asked, no usage chunk")
+            for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+                tc.assertIsInstance(usage.get(key), int, f"usage.{key}: {usage}")
             tc.assertEqual(usage.get("total_tokens"),
                            usage["prompt_tokens"] + usage["completion_tokens"], usage)
         return Outcome(text, usage.get("prompt_tokens"), usage.get("completion_tokens"),

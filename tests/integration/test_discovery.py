@@ -374,6 +374,27 @@ class TestRealServers(DiscoveryCase):
         self.assertIn("Server: llama.cpp", how)
         self.assertIn("/props has default_generation_settings", how)
 
+    def test_llamacpp_props_are_the_engines_own(self):
+        # Issue 16 item 4: a llama.cpp client asking GET /props gets the engine's answer (its 4
+        # slots, model file, chat template), not a synthesized one with total_slots 1.
+        routes = llamacpp_routes()
+        b = self.backend(routes, LLAMACPP_404)
+        p = self.proxy(["--upstream", b.url], wait_ready=False)
+        self.identified(p)
+        r = request(p.port, "GET", "/props")
+        self.assertEqual(r.status, 200, r.body[:300])
+        self.assertEqual(r.json(), json.loads(b"".join(routes["/props"].pieces)))
+        self.assertEqual(r.json()["total_slots"], 4)
+        # Another engine's props are synthesized from what infergate knows: no slot count or
+        # chat template it cannot know.
+        other = self.backend(vllm_routes(), FASTAPI_404)
+        q = self.proxy(["--upstream", other.url], wait_ready=False)
+        self.identified(q)
+        props = request(q.port, "GET", "/props").json()
+        self.assertEqual(props["model_path"], VLLM_MODEL)
+        self.assertNotIn("total_slots", props)
+        self.assertNotIn("chat_template", props)
+
     def test_anthropic(self):
         dialect, how, model = self.detect(anthropic_routes(), ANTHROPIC_404)
         self.assertEqual((dialect, model), ("anthropic", ANTHROPIC_MODEL))

@@ -11,8 +11,8 @@ import time
 import unittest
 
 from checks import StreamChecks, make_body, reference_text, stream_text, text_of
-from harness import (Emulator, Proxy, Response, open_stream, post_json, run_in_thread, start,
-                     strict_framing_problem, wait_until)
+from harness import (Emulator, Proxy, Response, open_stream, post_json, request, run_in_thread,
+                     start, strict_framing_problem, wait_until)
 
 GEN = "/generate"
 CMPL = "/v1/completions"
@@ -179,6 +179,64 @@ class TestDisconnectOpenAIBackend(_Disconnect, unittest.TestCase):
 class TestDisconnectSGLangBackend(_Disconnect, unittest.TestCase):
     DIALECT = "sglang"
     MODEL = "emu-sglang"
+
+
+class TestDisconnectWholeAnswer(unittest.TestCase):
+    """A client that leaves while its non-streaming answer is being generated: nothing was
+    answered, so the access log and the metrics must say client_disconnect (no status line
+    went out: the log says nginx's 499, the metrics status_class="none"), never `200 ok`."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.emu = start(cls, Emulator, "openai", "emu-leave", ["--quiet"])
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.emu.url], model="emu-leave")
+        cls.port = cls.proxy.port
+
+    def metric(self, name: str, **labels: str) -> float:
+        body = request(self.port, "GET", "/metrics").body.decode()
+        total = 0.0
+        for line in body.splitlines():
+            if line.startswith(name + " "):
+                got = {}
+            elif line.startswith(name + "{"):
+                got = dict(re.findall(r'(\w+)="([^"]*)"', line[:line.rindex("}")]))
+            else:
+                continue
+            if all(got.get(k) == v for k, v in labels.items()):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def log_line(self, request_id: str):
+        for line in self.proxy.stderr_text().splitlines():
+            if line.startswith("{") and f'"request_id":"{request_id}"' in line:
+                return json.loads(line)
+        return None
+
+    def test_client_leaves_before_the_answer(self):
+        for path, route in ((CMPL, "openai_completions"), (GEN, "sglang_generate")):
+            with self.subTest(path=path):
+                rid = f"leave-{route}"
+                before = self.metric("infergate_requests_total", route=route,
+                                     outcome="client_disconnect", status_class="none")
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+                conn.request("POST", path,
+                             body=json.dumps(make_body(path, "leave early", 4, "emu-leave")),
+                             headers={"Content-Type": "application/json", "X-Request-Id": rid,
+                                      "X-Emulator-TTFT-Ms": "3000"})
+                # The request is in the proxy (and at the backend) once it is in flight.
+                wait_until(lambda: self.metric("infergate_requests_in_flight") >= 1,
+                           timeout=3, what="the request to be in flight")
+                conn.close()
+                line = wait_until(lambda: self.log_line(rid), timeout=2.5,
+                                  what="the access-log line of the abandoned request")
+                self.assertEqual(line["outcome"], "client_disconnect", line)
+                self.assertEqual(line["status"], 499, line)
+                self.assertEqual(line["bytes_out"], 0, line)
+                self.assertEqual(self.metric("infergate_requests_total", route=route,
+                                             outcome="client_disconnect",
+                                             status_class="none"), before + 1)
+                self.assertEqual(self.metric("infergate_requests_total", route=route,
+                                             outcome="ok"), 0)
 
 
 class _Concurrency(StreamChecks):

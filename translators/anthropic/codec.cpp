@@ -61,6 +61,17 @@ std::string message_id(std::string_view id) {
     return "msg_" + std::string(id);
 }
 
+canonical::Error lost_tool_call(canonical::Dialect client) {
+    canonical::Error e = upstream_error({});
+    e.message =
+        "the Anthropic backend answered with a tool call (a tool_use block), which "
+        "infergate cannot translate to a " +
+        std::string(canonical::to_string(client)) +
+        " client yet: the answer would lose it. Send tool requests through the "
+        "Anthropic Messages API (POST /v1/messages), which carries them as they are";
+    return e;
+}
+
 std::string_view stop_reason(const FinishReason* finish) {
     if (finish == nullptr) {
         return {};

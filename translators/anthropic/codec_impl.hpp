@@ -69,5 +69,9 @@ int status_for_type(std::string_view type);
 // A 502 saying what was wrong with the Anthropic backend's output.
 canonical::Error upstream_error(std::string message);
 
+// A 502 saying that the backend answered with a tool call, which a client of `client` cannot
+// be given yet (tool translation between dialects is not built): never a silent 200 without it.
+canonical::Error lost_tool_call(canonical::Dialect client);
+
 }  // namespace wire
 }  // namespace infergate::translators::anthropic

@@ -20,6 +20,17 @@ void AnthropicCodec::encode_response(const GenerationResult& result, const Gener
     wire::string(w, "assistant");
     wire::key(w, "model");
     wire::string(w, result.model.empty() ? req.model : result.model);
+    // An Anthropic backend's own message (every content block: tool_use, thinking, ...; its
+    // stop_reason and usage as it wrote them) goes to an Anthropic client as it came.
+    const canonical::Carried* carried =
+        choice != nullptr && choice->carried.from == Dialect::anthropic && !choice->carried.empty()
+            ? &choice->carried
+            : nullptr;
+    if (carried != nullptr) {
+        json::write_carried(w, carried->members);
+        w.EndObject();
+        return;
+    }
     wire::key(w, "content");
     w.StartArray();
     w.StartObject();
@@ -94,8 +105,11 @@ Result<GenerationResult> AnthropicCodec::decode_response(std::string_view body,
             return wire::upstream_error(
                 "the Anthropic backend sent a content block without a string 'type'");
         }
+        if (json::view(*type) == "tool_use" && req.dialect != Dialect::anthropic) {
+            return wire::lost_tool_call(req.dialect);
+        }
         if (json::view(*type) != "text") {
-            continue;  // thinking, tool_use, ...: not canonical text
+            continue;  // thinking, tool_use, ...: not canonical text (carried below)
         }
         const json::Value* text = json::find(block, "text");
         if (text == nullptr || !text->IsString()) {
@@ -122,6 +136,12 @@ Result<GenerationResult> AnthropicCodec::decode_response(std::string_view body,
         }
     }
     choice.usage = result.usage;
+    if (req.dialect == Dialect::anthropic) {
+        // Everything but the identity, which the encoder writes (the model as the client named
+        // it): content blocks of every type, stop_reason, stop_sequence, usage, container, ...
+        choice.carried.from = Dialect::anthropic;
+        json::collect_unknown(doc, {"id", "type", "role", "model"}, choice.carried.members);
+    }
     result.choices.push_back(std::move(choice));
     return result;
 }

@@ -51,6 +51,73 @@ void write_type(json::Writer& w, std::string_view type) {
     wire::string(w, type);
 }
 
+// Content blocks are numbered as they start: the text block (one at a time, opened when text
+// comes), and the blocks an Anthropic backend sent that only an Anthropic client takes
+// (tool_use, thinking, ...; carried raw, each between its own start and stop).
+void open_text_block(ChoiceState& c, std::string& out) {
+    c.text_block = c.blocks++;
+    Event ev("content_block_start", out);
+    json::Writer& w = ev.w();
+    w.StartObject();
+    write_type(w, "content_block_start");
+    wire::key(w, "index");
+    w.Int(c.text_block);
+    wire::key(w, "content_block");
+    w.StartObject();
+    write_type(w, "text");
+    wire::key(w, "text");
+    wire::string(w, "");
+    w.EndObject();
+    w.EndObject();
+}
+
+void close_block(int index, std::string& out) {
+    Event ev("content_block_stop", out);
+    ev.w().StartObject();
+    write_type(ev.w(), "content_block_stop");
+    wire::key(ev.w(), "index");
+    ev.w().Int(index);
+    ev.w().EndObject();
+}
+
+void close_text_block(ChoiceState& c, std::string& out) {
+    if (c.text_block >= 0) {
+        close_block(c.text_block, out);
+        c.text_block = -1;
+    }
+}
+
+// A carried block event: content_block_start (the block), content_block_delta (the delta) or
+// content_block_stop, numbered by this encoder.
+void write_carried_block(ChoiceState& c, const canonical::Carried& carried, std::string& out) {
+    for (const canonical::Extra& e : carried.members) {
+        if (e.key == "content_block_start") {
+            close_text_block(c, out);
+            Event ev("content_block_start", out);
+            json::Writer& w = ev.w();
+            w.StartObject();
+            write_type(w, "content_block_start");
+            wire::key(w, "index");
+            w.Int(c.blocks++);
+            wire::key(w, "content_block");
+            json::write_raw(w, e.json);
+            w.EndObject();
+        } else if (e.key == "content_block_delta" && c.blocks > 0) {
+            Event ev("content_block_delta", out);
+            json::Writer& w = ev.w();
+            w.StartObject();
+            write_type(w, "content_block_delta");
+            wire::key(w, "index");
+            w.Int(c.blocks - 1);
+            wire::key(w, "delta");
+            json::write_raw(w, e.json);
+            w.EndObject();
+        } else if (e.key == "content_block_stop" && c.blocks > 0 && c.text_block < 0) {
+            close_block(c.blocks - 1, out);
+        }
+    }
+}
+
 void ensure_start(StreamState& s, const canonical::Usage& first, std::string& out) {
     ChoiceState& c = s.choice(0);
     if (c.role_sent) {
@@ -93,31 +160,12 @@ void ensure_start(StreamState& s, const canonical::Usage& first, std::string& ou
         w.EndObject();
         w.EndObject();
     }
-    Event ev("content_block_start", out);
-    json::Writer& w = ev.w();
-    w.StartObject();
-    write_type(w, "content_block_start");
-    wire::key(w, "index");
-    w.Int(0);
-    wire::key(w, "content_block");
-    w.StartObject();
-    write_type(w, "text");
-    wire::key(w, "text");
-    wire::string(w, "");
-    w.EndObject();
-    w.EndObject();
+    open_text_block(c, out);
 }
 
 void write_tail(StreamState& s, std::string& out) {
     ChoiceState& c = s.choice(0);
-    {
-        Event ev("content_block_stop", out);
-        ev.w().StartObject();
-        write_type(ev.w(), "content_block_stop");
-        wire::key(ev.w(), "index");
-        ev.w().Int(0);
-        ev.w().EndObject();
-    }
+    close_text_block(c, out);
     {
         const FinishReason* finish = c.held_finish ? &*c.held_finish : nullptr;
         // A stream that ended without a finish says null rather than inventing one.
@@ -180,20 +228,36 @@ void encode_chunk(const AnthropicCodec& codec, const StreamEvent& event, StreamS
     if (event.index != 0) {
         return;  // one answer per message; the upstream request had n = 1
     }
-    ensure_start(s, event.usage, out);
     ChoiceState& c = s.choice(0);
+    const bool finishing = event.finish && event.finish->kind != FinishKind::none;
+    const bool carried = event.carried.from == Dialect::anthropic && !event.carried.empty();
+    if (!c.role_sent && !event.usage.prompt_tokens && event.text.empty() && !finishing &&
+        !carried) {
+        // message_start carries input_tokens: it waits for the first event that tells them or
+        // brings content (never longer), so that a count the backend gives before its first
+        // token (continuous usage, a llama.cpp or Anthropic backend) is not written as 0.
+        take_counts(c, event.usage);
+        return;
+    }
+    ensure_start(s, event.usage, out);
     take_counts(c, event.usage);
+    if (carried) {
+        write_carried_block(c, event.carried, out);
+    }
     if (!event.text.empty()) {
         if (!event.usage.completion_tokens) {
             ++c.completion_tokens;  // one chunk is roughly one token until a real count comes
         }
         s.content_seen = true;
+        if (c.text_block < 0) {
+            open_text_block(c, out);  // text after a carried block gets a block of its own
+        }
         Event ev("content_block_delta", out);
         json::Writer& w = ev.w();
         w.StartObject();
         write_type(w, "content_block_delta");
         wire::key(w, "index");
-        w.Int(0);
+        w.Int(c.text_block);
         wire::key(w, "delta");
         w.StartObject();
         write_type(w, "text_delta");
@@ -247,8 +311,13 @@ void AnthropicCodec::encode_stream_event(const StreamEvent& event, StreamState& 
             encode_stream_error(event.error, state, out);
             break;
         case StreamEvent::Type::keepalive:
+            if (!state.choice(0).role_sent) {
+                // Before message_start (which waits for the input count) a comment keeps the
+                // connection busy just as well: SSE clients skip it.
+                framing::write_sse_comment(event.text, out);
+                break;
+            }
             // Anthropic's own keep-alive, after message_start as the API sends it.
-            ensure_start(state, {}, out);
             framing::write_sse_event("ping", R"({"type": "ping"})", out);
             break;
     }
@@ -331,6 +400,41 @@ void AnthropicCodec::decode_stream_event(std::string_view data, StreamState& sta
             ev.usage.cached_tokens = u.cached_tokens;
         }
         out.push_back(std::move(ev));
+    } else if (t == "content_block_start") {
+        const json::Value* block = json::find(doc, "content_block");
+        const json::Value* btype = block != nullptr ? json::find(*block, "type") : nullptr;
+        if (btype == nullptr || !btype->IsString()) {
+            push_malformed("a content_block_start without a typed 'content_block'", out);
+            return;
+        }
+        const json::Value* index = json::find(doc, "index");
+        const int at = index != nullptr && index->IsInt() ? index->GetInt() : -1;
+        if (json::view(*btype) == "text") {
+            c.text_block = at;  // its deltas are canonical text, its stop nothing to carry
+            return;
+        }
+        c.text_block = -1;
+        if (json::view(*btype) == "tool_use" && state.client &&
+            *state.client != Dialect::anthropic) {
+            push_error(wire::lost_tool_call(*state.client), out);
+            return;
+        }
+        if (state.client == Dialect::anthropic) {
+            StreamEvent ev = chunk();
+            ev.carried.from = Dialect::anthropic;
+            ev.carried.members.push_back({"content_block_start", json::to_string(*block)});
+            out.push_back(std::move(ev));
+        }
+    } else if (t == "content_block_stop") {
+        const json::Value* index = json::find(doc, "index");
+        const int at = index != nullptr && index->IsInt() ? index->GetInt() : -1;
+        if (state.client == Dialect::anthropic && at != c.text_block) {
+            StreamEvent ev = chunk();
+            ev.carried.from = Dialect::anthropic;
+            ev.carried.members.push_back({"content_block_stop", "null"});
+            out.push_back(std::move(ev));
+        }
+        c.text_block = -1;
     } else if (t == "content_block_delta") {
         const json::Value* delta = json::find(doc, "delta");
         const json::Value* dtype = delta != nullptr ? json::find(*delta, "type") : nullptr;
@@ -339,7 +443,15 @@ void AnthropicCodec::decode_stream_event(std::string_view data, StreamState& sta
             return;
         }
         if (json::view(*dtype) != "text_delta") {
-            return;  // thinking, tool-input JSON, citations: not canonical text
+            // thinking, tool-input JSON, citations: not canonical text, carried to an
+            // Anthropic client
+            if (state.client == Dialect::anthropic) {
+                StreamEvent ev = chunk();
+                ev.carried.from = Dialect::anthropic;
+                ev.carried.members.push_back({"content_block_delta", json::to_string(*delta)});
+                out.push_back(std::move(ev));
+            }
+            return;
         }
         const json::Value* text = json::find(*delta, "text");
         if (text == nullptr || !text->IsString()) {
@@ -420,7 +532,7 @@ void AnthropicCodec::decode_stream_event(std::string_view data, StreamState& sta
         }
         push_error(std::move(e), out);
     }
-    // content_block_start/stop, ping and event types newer than this code carry no text.
+    // Event types newer than this code carry no text.
 }
 
 }  // namespace infergate::translators::anthropic

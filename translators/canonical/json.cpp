@@ -1,5 +1,7 @@
 #include "translators/canonical/json.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstring>
 
@@ -117,6 +119,40 @@ std::string to_string(const Value& v) {
 
 void write_raw(Writer& w, std::string_view json) {
     w.RawValue(json.data(), json.size(), rapidjson::kObjectType);
+}
+
+void collect_unknown(const Value& obj, std::initializer_list<std::string_view> known,
+                     std::vector<canonical::Extra>& out, std::string_view prefix) {
+    if (!obj.IsObject()) {
+        return;
+    }
+    for (const auto& m : obj.GetObject()) {
+        const std::string_view k = view(m.name);
+        if (std::find(known.begin(), known.end(), k) != known.end()) {
+            continue;
+        }
+        canonical::Extra& e = out.emplace_back();
+        e.key.reserve(prefix.size() + k.size());
+        e.key.append(prefix).append(k);
+        append(m.value, e.json);
+    }
+}
+
+void write_carried(Writer& w, const std::vector<canonical::Extra>& carried, std::string_view prefix,
+                   std::initializer_list<std::string_view> skip) {
+    for (const canonical::Extra& e : carried) {
+        const std::string_view k(e.key);
+        if (!k.starts_with(prefix)) {
+            continue;
+        }
+        const std::string_view name = k.substr(prefix.size());
+        if (name.find('.') != std::string_view::npos ||
+            std::find(skip.begin(), skip.end(), name) != skip.end()) {
+            continue;  // a member of a nested object, or one the encoder writes itself
+        }
+        key(w, name);
+        write_raw(w, e.json);
+    }
 }
 
 std::string_view view(const Value& v) { return {v.GetString(), v.GetStringLength()}; }

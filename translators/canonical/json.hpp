@@ -6,10 +6,12 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -216,6 +218,16 @@ void write_optional(W& w, std::string_view k, const std::optional<T>& v) {
 
 // Writes a raw, already-serialized JSON value (used for pass-through extras).
 void write_raw(Writer& w, std::string_view json);
+
+// Appends every member of `obj` whose key is not in `known` to `out`, the key prefixed with
+// `prefix` and the value serialized compactly (what a decoder keeps for a client of its own
+// dialect: canonical::Carried).
+void collect_unknown(const Value& obj, std::initializer_list<std::string_view> known,
+                     std::vector<canonical::Extra>& out, std::string_view prefix = {});
+// Writes the members of `carried` whose key starts with `prefix` (without it) and is not in
+// `skip`: the inverse of collect_unknown.
+void write_carried(Writer& w, const std::vector<canonical::Extra>& carried,
+                   std::string_view prefix = {}, std::initializer_list<std::string_view> skip = {});
 
 std::string_view view(const Value& v);  // a string value's bytes
 const Value* find(const Value& obj, std::string_view key);  // null when absent or obj not an object

@@ -23,6 +23,12 @@ struct ChoiceState {
     bool finished = false;             // a finish reason went out (never send two)
     std::optional<FinishReason> held_finish;  // finish held back until exact counts arrive
     std::string id;                    // per-choice id (SGLang meta_info.id)
+    // TGI: the last token event, held back while it may turn out to be the last one (which
+    // carries generated_text): its index and id; its text is text[sent..].
+    std::optional<int64_t> held_token_index;
+    std::optional<int64_t> held_token_id;
+    int blocks = 0;       // Anthropic: content blocks started (the next block's index)
+    int text_block = -1;  // Anthropic: index of the open text block, -1 when none is open
 };
 
 struct StreamState {
@@ -46,6 +52,10 @@ struct StreamState {
     // SGLang: the backend streams each event's own text, not the text so far (it runs with
     // --incremental-streaming-output). Found from the stream itself; unset until it is known.
     std::optional<bool> delta_text;
+
+    // The client's dialect, set by the exchange on the upstream decoder's state: a decoder
+    // keeps what only a client of its own dialect can take (canonical::Carried) when they match.
+    std::optional<Dialect> client;
 
     std::vector<ChoiceState> choices;
     Timing timing;            // measured by the exchange, set before encode_stream_end

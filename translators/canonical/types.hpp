@@ -142,6 +142,8 @@ struct Extra {
     // goes without it; any other extra is refused there (refuse_foreign_extras). Set by the
     // client's decoder, which knows its server.
     bool inert = false;
+
+    bool operator==(const Extra&) const = default;
 };
 
 struct GenerationRequest {
@@ -234,6 +236,30 @@ Error unsupported_setting(Dialect client, std::string_view name, std::string_vie
 // Results
 // ---------------------------------------------------------------------------------------------
 
+// Members of a backend's answer that the canonical model has no name for, kept as raw JSON for
+// a client that speaks the backend's own dialect: llama.cpp's `generation_settings`, `id_slot`,
+// `tokens_cached` and `timings`, Anthropic's tool_use and thinking blocks, the `tool_calls` of
+// Ollama and OpenAI-dialect engines. Only the encoder of dialect `from` writes them, and each
+// dialect says where (docs/dialects.md, "Fields carried between the same dialect"). Decoders
+// fill it only when told that the client speaks their dialect (GenerationRequest::dialect for a
+// whole answer, StreamState::client for a stream), so no other pair pays for it.
+struct Carried {
+    Dialect from = Dialect::openai_chat;
+    std::vector<Extra> members;  // key (a dialect-defined path) and raw value
+
+    bool empty() const { return members.empty(); }
+    // The member named `key`, or null.
+    const Extra* find(std::string_view key) const {
+        for (const Extra& e : members) {
+            if (e.key == key) {
+                return &e;
+            }
+        }
+        return nullptr;
+    }
+    bool operator==(const Carried&) const = default;
+};
+
 enum class FinishKind { none, stop, length, tool_calls, content_filter, abort };
 
 struct FinishReason {
@@ -260,6 +286,8 @@ struct Choice {
     FinishReason finish;
     Usage usage;  // per choice where the dialect reports it (SGLang meta_info)
     std::string id;
+    std::vector<int64_t> token_ids;  // the generated tokens' ids, when the backend sent them
+    Carried carried;                 // for a client of the backend's own dialect only
 };
 
 // Wall-clock facts of one request as the proxy measured them (codecs are pure and cannot
@@ -303,6 +331,11 @@ struct StreamEvent {
     std::optional<FinishReason> finish;
     Usage usage;
     Error error;
+    // The ids of the tokens this chunk carries, when the backend sent them (llama.cpp `tokens`,
+    // SGLang `output_ids`, vLLM `token_ids`, TGI `token.id`). A chunk may carry a token whose
+    // text is empty (EOS, a held-back stop-string prefix): it is still a token.
+    std::vector<int64_t> token_ids;
+    Carried carried;  // for a client of the backend's own dialect only
 };
 
 }  // namespace infergate::canonical

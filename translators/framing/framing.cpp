@@ -168,6 +168,7 @@ void SseScanner::finish(std::vector<SseEvent>& out) {
     current_.event.clear();
     current_.data.clear();
     has_data_ = false;
+    error_field_ = false;
     skip_lf_ = false;
 }
 
@@ -203,6 +204,11 @@ void SseScanner::take_line(std::string_view line, std::vector<SseEvent>& out) {
             value.remove_prefix(1);  // exactly one space: the rest belongs to the value
         }
     }
+    if (field == "error" && !(has_data_ && !error_field_)) {
+        // llama-server's in-stream failure; see the class comment.
+        error_field_ = true;
+        field = "data";
+    }
     if (field == "data") {
         const size_t grown = current_.data.size() + value.size() + (has_data_ ? 1 : 0);
         if (grown > max_buffer_) {
@@ -220,7 +226,38 @@ void SseScanner::take_line(std::string_view line, std::vector<SseEvent>& out) {
     // `id`, `retry` and unknown fields carry nothing a translating proxy needs.
 }
 
+std::string error_envelope(std::string_view value) {
+    const size_t first = value.find_first_not_of(" \t\r\n");
+    std::string out = "{\"error\":";
+    if (first != std::string_view::npos && value[first] == '{') {
+        out.append(value);
+    } else {
+        out.append("{\"message\":\"");
+        for (const char ch : value) {
+            const auto c = static_cast<unsigned char>(ch);
+            if (c == '"' || c == '\\') {
+                out.push_back('\\');
+                out.push_back(ch);
+            } else if (c < 0x20) {
+                static const char* const kHex = "0123456789abcdef";
+                out.append("\\u00");
+                out.push_back(kHex[c >> 4]);
+                out.push_back(kHex[c & 0xf]);
+            } else {
+                out.push_back(ch);
+            }
+        }
+        out.append("\"}");
+    }
+    out.push_back('}');
+    return out;
+}
+
 void SseScanner::dispatch(std::vector<SseEvent>& out) {
+    if (error_field_) {
+        current_.data = error_envelope(current_.data);
+        error_field_ = false;
+    }
     out.push_back(std::move(current_));
     // A moved-from string is valid but unspecified; make the next event start empty.
     current_.event.clear();
@@ -234,6 +271,7 @@ void SseScanner::overflow() {
     std::string().swap(pending_);
     current_ = SseEvent{};
     has_data_ = false;
+    error_field_ = false;
     skip_lf_ = false;
 }
 

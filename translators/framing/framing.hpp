@@ -38,7 +38,11 @@ private:
 // stripped); several `data:` lines joined with '\n'; a field line without a colon is a field
 // with an empty value; comment lines (`:` first) and keep-alives ignored; `id:`/`retry:` and
 // unknown fields ignored; an event ends at a blank line; events with no data line are dropped
-// (`data:` alone gives data ""); a UTF-8 BOM at the start of the stream is skipped. With
+// (`data:` alone gives data ""); a UTF-8 BOM at the start of the stream is skipped. An
+// `error:` field (llama-server reports a failure inside a 200 stream as `error: {json}`, which
+// WHATWG clients would ignore) is delivered as an event whose data is `{"error": <value>}`, the
+// in-band error envelope the decoders read (a value that is not an object becomes its
+// message). With
 // `report_comments`, each comment line (a keep-alive such as `: ping`) is delivered as an event
 // of its own, so that a proxy can pass it on. Whole lines inside one feed are parsed in place; only
 // the unfinished tail is copied. A line longer than `max_buffer`, or an event whose data grows past
@@ -70,8 +74,13 @@ private:
     bool skip_lf_ = false;     // the last byte was CR: a following LF belongs to it
     SseEvent current_;
     bool has_data_ = false;
+    bool error_field_ = false;  // the data came from `error:` lines
     bool overflowed_ = false;
 };
+
+// `{"error": value}` for an SSE `error:` field's value: the value as it is when it is a JSON
+// object, else the message of one (escaped as a JSON string).
+std::string error_envelope(std::string_view value);
 
 // Incremental splitter for newline-delimited records (NDJSON; also NUL-delimited records as the
 // vLLM legacy server and very old SGLang sent). Blank records are skipped; a trailing CR is

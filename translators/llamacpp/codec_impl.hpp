@@ -64,8 +64,24 @@ std::optional<std::string> read_finish(const json::Value& obj, std::optional<int
 void write_timings(json::Writer& w, std::optional<int64_t> cached, std::optional<int64_t> prompt,
                    std::optional<int64_t> predicted, const canonical::Timing& t);
 
-// tokens_evaluated / tokens_predicted / timings.cache_n. Returns a message on a wrong type.
+// tokens_evaluated / tokens_predicted, and the cached part of the prompt: timings.cache_n where
+// the build reports it, else tokens_evaluated - timings.prompt_n (prompt_n counts only the
+// tokens the slot had to evaluate). Returns a message on a wrong type.
 std::optional<std::string> read_counts(const json::Value& obj, canonical::Usage& usage);
+
+// `tokens` (the ids of the generated tokens) into `ids`. Returns a message on a wrong type.
+std::optional<std::string> read_tokens(const json::Value& obj, std::vector<int64_t>& ids);
+
+// Writes `"tokens": [ids...]`.
+void write_tokens(json::Writer& w, const std::vector<int64_t>& ids);
+
+// The members of a result object that only a llama.cpp client can take (id_slot,
+// generation_settings, prompt, has_new_line, truncated, tokens_cached, timings, ...): every
+// member the canonical model does not read.
+void carry(const json::Value& obj, canonical::Carried& out);
+
+// The carried members for a llama.cpp client (null when they came from another dialect).
+const canonical::Carried* own(const canonical::Carried& carried);
 
 // The error object llama.cpp writes: {"code": status, "message": ..., "type": ...}.
 void error_object(json::Writer& w, const canonical::Error& error);

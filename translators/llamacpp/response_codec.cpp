@@ -37,14 +37,19 @@ std::string_view error_type(const Error& e) {
     return e.status >= 500 ? "server_error" : "invalid_request_error";
 }
 
-// One whole llama.cpp result object for `c`, with the counts `u`.
+// One whole llama.cpp result object for `c`, with the counts `u`. A llama.cpp backend's own
+// members (id_slot, generation_settings, truncated, tokens_cached, its timings, ...) are carried
+// through; other backends' answers have no such values, and llama.cpp clients need none of them,
+// so they are left out rather than made up.
 void write_result(json::Writer& w, const Choice& c, const Usage& u, std::string_view model,
                   const canonical::Timing& timing) {
+    const canonical::Carried* carried = wire::own(c.carried);
     w.StartObject();
     wire::key(w, "index");
     w.Int(c.index);
     wire::key(w, "content");
     wire::string(w, c.text);
+    wire::write_tokens(w, c.token_ids);
     wire::key(w, "stop");
     w.Bool(true);
     wire::key(w, "model");
@@ -63,7 +68,12 @@ void write_result(json::Writer& w, const Choice& c, const Usage& u, std::string_
     wire::string(w, stop.stop_type);
     wire::key(w, "stopping_word");
     wire::string(w, stop.stopping_word);
-    wire::write_timings(w, u.cached_tokens, u.prompt_tokens, u.completion_tokens, timing);
+    if (carried != nullptr) {
+        json::write_carried(w, carried->members);
+    }
+    if (carried == nullptr || carried->find("timings") == nullptr) {
+        wire::write_timings(w, u.cached_tokens, u.prompt_tokens, u.completion_tokens, timing);
+    }
     w.EndObject();
 }
 
@@ -97,6 +107,12 @@ std::optional<std::string> read_result(const json::Value& obj, const GenerationR
     c.text = std::string(json::view(*content));
     if (auto e = wire::read_counts(obj, c.usage)) {
         return e;
+    }
+    if (auto e = wire::read_tokens(obj, c.token_ids)) {
+        return e;
+    }
+    if (req.dialect == Dialect::llamacpp) {
+        wire::carry(obj, c.carried);
     }
     return wire::read_finish(obj, wire::budget(req), c.finish);
 }
@@ -218,8 +234,57 @@ std::optional<std::string> read_counts(const json::Value& obj, canonical::Usage&
         if (auto e = read_int(*t, "cache_n", usage.cached_tokens)) {
             return "timings." + *e;
         }
+        std::optional<int64_t> prompt_n;
+        if (auto e = read_int(*t, "prompt_n", prompt_n)) {
+            return "timings." + *e;
+        }
+        // Builds without cache_n: the prompt tokens the slot did not have to evaluate.
+        if (!usage.cached_tokens && prompt_n && *prompt_n >= 0 && usage.prompt_tokens &&
+            *prompt_n <= *usage.prompt_tokens) {
+            usage.cached_tokens = *usage.prompt_tokens - *prompt_n;
+        }
     }
     return std::nullopt;
+}
+
+std::optional<std::string> read_tokens(const json::Value& obj, std::vector<int64_t>& ids) {
+    const json::Value* t = json::find(obj, "tokens");
+    if (t == nullptr || t->IsNull()) {
+        return std::nullopt;
+    }
+    if (!t->IsArray()) {
+        return "'tokens' is " + std::string(json::type_name(*t)) + ", not a list";
+    }
+    ids.reserve(t->Size());
+    for (const json::Value& id : t->GetArray()) {
+        if (!id.IsInt64()) {
+            return "'tokens' holds " + std::string(json::type_name(id)) + ", not a token id";
+        }
+        ids.push_back(id.GetInt64());
+    }
+    return std::nullopt;
+}
+
+void write_tokens(json::Writer& w, const std::vector<int64_t>& ids) {
+    key(w, "tokens");
+    w.StartArray();
+    for (const int64_t id : ids) {
+        w.Int64(id);
+    }
+    w.EndArray();
+}
+
+void carry(const json::Value& obj, canonical::Carried& out) {
+    out.from = Dialect::llamacpp;
+    json::collect_unknown(
+        obj,
+        {"index", "content", "tokens", "stop", "model", "tokens_predicted", "tokens_evaluated",
+         "stop_type", "stopping_word", "stopped_eos", "stopped_word", "stopped_limit"},
+        out.members);
+}
+
+const canonical::Carried* own(const canonical::Carried& carried) {
+    return carried.from == Dialect::llamacpp && !carried.empty() ? &carried : nullptr;
 }
 
 void error_object(json::Writer& w, const canonical::Error& error) {

@@ -33,7 +33,9 @@ void write_counts(json::Writer& w, const ChoiceState& c, bool final_event) {
     }
 }
 
-void write_partial(size_t i, const ChoiceState& c, std::string_view text, std::string& out) {
+// A partial event: its text and, as llama.cpp streams them, the ids of its tokens (left out
+// when the backend sent none). A llama.cpp backend's own members (id_slot) are carried.
+void write_partial(size_t i, const ChoiceState& c, const StreamEvent& event, std::string& out) {
     framing::begin_sse_data(out);
     {
         json::StringOut os{&out};
@@ -42,16 +44,26 @@ void write_partial(size_t i, const ChoiceState& c, std::string_view text, std::s
         wire::key(w, "index");
         w.Uint64(i);
         wire::key(w, "content");
-        wire::string(w, text);
+        wire::string(w, event.text);
+        if (!event.token_ids.empty()) {
+            wire::write_tokens(w, event.token_ids);
+        }
         wire::key(w, "stop");
         w.Bool(false);
+        if (const canonical::Carried* carried = wire::own(event.carried)) {
+            json::write_carried(w, carried->members);
+        }
         write_counts(w, c, false);
         w.EndObject();
     }
     framing::end_sse_data(out);
 }
 
-void write_final(const StreamState& s, size_t i, const FinishReason& finish, std::string& out) {
+// The final event. A llama.cpp backend's own members (id_slot, generation_settings, prompt,
+// truncated, tokens_cached, its timings, ...) are carried; for other backends they are left out
+// (no llama.cpp client needs them) and the timings are what the proxy measured.
+void write_final(const StreamState& s, size_t i, const FinishReason& finish, std::string& out,
+                 const canonical::Carried* carried = nullptr) {
     const ChoiceState& c = s.choices[i];
     framing::begin_sse_data(out);
     {
@@ -62,6 +74,7 @@ void write_final(const StreamState& s, size_t i, const FinishReason& finish, std
         w.Uint64(i);
         wire::key(w, "content");  // everything went out already, as current builds do
         w.String("");
+        wire::write_tokens(w, {});  // so do the ids
         wire::key(w, "stop");
         w.Bool(true);
         wire::key(w, "model");
@@ -72,7 +85,12 @@ void write_final(const StreamState& s, size_t i, const FinishReason& finish, std
         wire::string(w, stop.stop_type);
         wire::key(w, "stopping_word");
         wire::string(w, stop.stopping_word);
-        wire::write_timings(w, c.cached_tokens, c.prompt_tokens, c.completion_tokens, s.timing);
+        if (carried != nullptr) {
+            json::write_carried(w, carried->members);
+        }
+        if (carried == nullptr || carried->find("timings") == nullptr) {
+            wire::write_timings(w, c.cached_tokens, c.prompt_tokens, c.completion_tokens, s.timing);
+        }
         w.EndObject();
     }
     framing::end_sse_data(out);
@@ -111,11 +129,16 @@ void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
     if (!event.text.empty()) {
         c.text.append(event.text);
         s.content_seen = true;
-        write_partial(i, c, event.text, out);
     }
-    if (event.finish && event.finish->kind != FinishKind::none) {
+    // llama.cpp streams every token, one whose text is empty (EOS, a stop string held back)
+    // included; without ids, an empty chunk is no token.
+    const bool finishing = event.finish && event.finish->kind != FinishKind::none;
+    if (!event.text.empty() || !event.token_ids.empty()) {
+        write_partial(i, c, event, out);
+    }
+    if (finishing) {
         if (c.tokens_exact) {
-            write_final(s, i, *event.finish, out);
+            write_final(s, i, *event.finish, out, wire::own(event.carried));
             c.finished = true;
             c.held_finish.reset();
         } else {
@@ -276,6 +299,13 @@ void LlamacppCodec::decode_stream_event(std::string_view data, StreamState& stat
     if (auto e = wire::read_counts(doc, ev.usage)) {
         out.push_back(error_event(wire::upstream_error(*e)));
         return;
+    }
+    if (auto e = wire::read_tokens(doc, ev.token_ids)) {
+        out.push_back(error_event(wire::upstream_error(*e)));
+        return;
+    }
+    if (state.client == Dialect::llamacpp) {
+        wire::carry(doc, ev.carried);
     }
     ChoiceState& c = state.choice(ev.index);
     if (c.finished) {

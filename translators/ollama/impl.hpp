@@ -17,6 +17,16 @@ std::string_view done_reason_name(canonical::FinishKind kind);
 
 canonical::Error upstream_error(std::string message);
 
+// What only an Ollama client takes from an Ollama answer (`doc`: a whole answer or one stream
+// line): the message's members other than role and content, as "message.<key>" (tool_calls,
+// thinking, images), and the top-level members the canonical model does not read (context,
+// ...). For a client of another dialect, tool calls cannot be carried: the error that says so.
+std::optional<canonical::Error> carry(const json::Value& doc,
+                                      std::optional<canonical::Dialect> client,
+                                      canonical::Carried& out);
+// The carried members for an Ollama client (null when they came from another dialect).
+const canonical::Carried* own(const canonical::Carried& carried);
+
 // request_decode.cpp
 Result<GenerationRequest> decode_request(std::string_view body, Api api);
 

@@ -18,6 +18,10 @@ std::optional<int64_t> int_member(const json::Value& obj, std::string_view key) 
     return v->GetInt64();
 }
 
+bool ollama_dialect(canonical::Dialect d) {
+    return d == canonical::Dialect::ollama_generate || d == canonical::Dialect::ollama_chat;
+}
+
 // The error an Ollama body carries ({"error": "..."}), if any.
 std::optional<canonical::Error> in_band_error(const json::Value& doc) {
     const json::Value* err = json::find(doc, "error");
@@ -28,6 +32,42 @@ std::optional<canonical::Error> in_band_error(const json::Value& doc) {
 }
 
 }  // namespace
+
+std::optional<canonical::Error> carry(const json::Value& doc,
+                                      std::optional<canonical::Dialect> client,
+                                      canonical::Carried& out) {
+    const json::Value* message = json::find(doc, "message");
+    if (client && !ollama_dialect(*client)) {
+        const json::Value* calls =
+            message != nullptr ? json::find(*message, "tool_calls") : nullptr;
+        if (calls != nullptr && calls->IsArray() && !calls->Empty()) {
+            return upstream_error(
+                "the Ollama backend answered with tool calls (message.tool_calls), which "
+                "infergate cannot translate to a " +
+                std::string(canonical::to_string(*client)) +
+                " client yet: the answer would lose them. Send tool requests through Ollama's "
+                "POST /api/chat, which carries them as they are");
+        }
+        return std::nullopt;
+    }
+    if (!client) {
+        return std::nullopt;
+    }
+    out.from = *client;
+    if (message != nullptr) {
+        json::collect_unknown(*message, {"role", "content"}, out.members, "message.");
+    }
+    json::collect_unknown(doc,
+                          {"model", "created_at", "response", "message", "done", "done_reason",
+                           "total_duration", "load_duration", "prompt_eval_count",
+                           "prompt_eval_duration", "eval_count", "eval_duration"},
+                          out.members);
+    return std::nullopt;
+}
+
+const canonical::Carried* own(const canonical::Carried& carried) {
+    return ollama_dialect(carried.from) && !carried.empty() ? &carried : nullptr;
+}
 
 void encode_response(const GenerationResult& result, const GenerationRequest& req,
                      const Timing& timing, std::string& out, Api api) {
@@ -50,6 +90,8 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
     // An Ollama client gets back the model name it asked for.
     write_head(w, req.model.empty() ? std::string_view(result.model) : req.model, result.created,
                timing);
+    // An Ollama backend's own members (tool_calls, thinking, context, ...) for an Ollama client.
+    const canonical::Carried* carried = choice != nullptr ? own(choice->carried) : nullptr;
     if (api == Api::chat) {
         json::key(w, "message");
         w.StartObject();
@@ -57,10 +99,16 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
         json::string(w, "assistant");
         json::key(w, "content");
         json::string(w, text);
+        if (carried != nullptr) {
+            json::write_carried(w, carried->members, "message.");
+        }
         w.EndObject();
     } else {
         json::key(w, "response");
         json::string(w, text);
+    }
+    if (carried != nullptr) {
+        json::write_carried(w, carried->members);
     }
     write_tail(w, choice != nullptr ? choice->finish.kind : FinishKind::none, usage, timing);
     w.EndObject();
@@ -149,6 +197,9 @@ Result<GenerationResult> decode_response(std::string_view body, const Generation
         result.model = std::string(json::view(*model));
     }
     canonical::Choice& choice = result.choices.emplace_back();
+    if (auto err = carry(doc, req.dialect, choice.carried)) {
+        return std::move(*err);
+    }
     choice.text.assign(text->GetString(), text->GetStringLength());
     choice.finish = std::move(*finish);
     choice.usage = read_counts(doc);

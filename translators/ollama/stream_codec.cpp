@@ -25,7 +25,8 @@ public:
     LineWriter(std::string& out, const StreamState& state, const Timing& timing, Api api)
         : out_(out), os_{&out}, w_(os_), state_(state), timing_(timing), api_(api) {}
 
-    json::Writer& begin(std::string_view text) {
+    // `carried`: an Ollama backend's own members of this line (tool_calls, thinking, context).
+    json::Writer& begin(std::string_view text, const canonical::Carried* carried = nullptr) {
         w_.StartObject();
         write_head(w_, state_.model, state_.created, timing_);
         if (api_ == Api::chat) {
@@ -35,10 +36,16 @@ public:
             json::string(w_, "assistant");
             json::key(w_, "content");
             json::string(w_, text);
+            if (carried != nullptr) {
+                json::write_carried(w_, carried->members, "message.");
+            }
             w_.EndObject();
         } else {
             json::key(w_, "response");
             json::string(w_, text);
+        }
+        if (carried != nullptr) {
+            json::write_carried(w_, carried->members);
         }
         return w_;
     }
@@ -92,16 +99,32 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
     if (event.usage.cached_tokens) {
         c.cached_tokens = event.usage.cached_tokens;
     }
-    if (!event.text.empty()) {
+    const canonical::Carried* carried = own(event.carried);
+    const bool finishing = event.finish && event.finish->kind != FinishKind::none;
+    if (finishing && carried != nullptr) {
+        // An Ollama backend's final line: its counts are on it, nothing is left to wait for; it
+        // goes out now with what only it carries (context, the last tool calls).
+        Usage usage = event.usage;
+        usage.prompt_tokens = usage.prompt_tokens ? usage.prompt_tokens : c.prompt_tokens;
+        LineWriter line(out, state, state.timing, api);
+        json::Writer& w = line.begin(event.text, carried);
+        write_tail(w, event.finish->kind, usage, state.timing);
+        line.end();
+        c.finished = true;
+        state.ended = true;
+        state.content_seen = state.content_seen || !event.text.empty();
+        return;
+    }
+    if (!event.text.empty() || carried != nullptr) {
         static const Timing kNoTiming;
         LineWriter line(out, state, kNoTiming, api);
-        json::Writer& w = line.begin(event.text);
+        json::Writer& w = line.begin(event.text, carried);
         json::key(w, "done");
         w.Bool(false);
         line.end();
-        state.content_seen = true;
+        state.content_seen = state.content_seen || !event.text.empty();
     }
-    if (event.finish && event.finish->kind != FinishKind::none) {
+    if (finishing) {
         // The final line carries the counts, which an OpenAI upstream reports only after the
         // finish (its usage chunk): hold the finish until the end of the stream.
         c.held_finish = event.finish;
@@ -177,10 +200,16 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
         return;
     }
     const bool has_text = text != nullptr && text->IsString() && text->GetStringLength() > 0;
+    canonical::Carried carried;
+    if (auto err = carry(doc, state.client, carried)) {
+        push_error(out, std::move(*err));
+        return;
+    }
     if (!done->GetBool()) {
-        if (has_text) {
+        if (has_text || !carried.empty()) {
             StreamEvent& ev = out.emplace_back();
-            ev.text.assign(text->GetString(), text->GetStringLength());
+            ev.text.assign(has_text ? json::view(*text) : std::string_view());
+            ev.carried = std::move(carried);
         }
         return;
     }
@@ -199,6 +228,7 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
     }
     ev.finish = std::move(*finish);
     ev.usage = read_counts(doc);
+    ev.carried = std::move(carried);
     // Ollama has no terminator after the final object: it is the end.
     out.emplace_back().type = StreamEvent::Type::done;
 }

@@ -1,5 +1,6 @@
 #include "translators/openai/common.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace infergate::translators::openai {
@@ -111,20 +112,31 @@ bool usage_known(const canonical::Usage& usage) {
     return usage.prompt_tokens || usage.completion_tokens || usage.cached_tokens;
 }
 
+bool usage_complete(const canonical::Usage& usage) {
+    return usage.prompt_tokens && usage.completion_tokens;
+}
+
+std::string_view route_finish_reason(FinishKind kind, Api api) {
+    if (api == Api::completions && kind == FinishKind::tool_calls) {
+        return "stop";
+    }
+    return finish_reason_name(kind);
+}
+
+std::string_view whole_finish_reason(FinishKind kind, Api api) {
+    return kind == FinishKind::none ? std::string_view("stop") : route_finish_reason(kind, api);
+}
+
 void write_usage(json::Writer& w, const canonical::Usage& usage) {
     w.StartObject();
-    if (usage.prompt_tokens) {
-        json::key(w, "prompt_tokens");
-        w.Int64(*usage.prompt_tokens);
-    }
-    if (usage.completion_tokens) {
-        json::key(w, "completion_tokens");
-        w.Int64(*usage.completion_tokens);
-    }
-    if (usage.prompt_tokens && usage.completion_tokens) {
-        json::key(w, "total_tokens");
-        w.Int64(*usage.prompt_tokens + *usage.completion_tokens);
-    }
+    const int64_t prompt = usage.prompt_tokens.value_or(0);
+    const int64_t completion = usage.completion_tokens.value_or(0);
+    json::key(w, "prompt_tokens");
+    w.Int64(prompt);
+    json::key(w, "completion_tokens");
+    w.Int64(completion);
+    json::key(w, "total_tokens");
+    w.Int64(prompt + completion);
     if (usage.cached_tokens) {
         json::key(w, "prompt_tokens_details");
         w.StartObject();
@@ -133,6 +145,39 @@ void write_usage(json::Writer& w, const canonical::Usage& usage) {
         w.EndObject();
     }
     w.EndObject();
+}
+
+std::optional<canonical::Error> carry(const json::Value& message, std::string_view prefix,
+                                      std::optional<canonical::Dialect> client,
+                                      canonical::Carried& out) {
+    if (!client || !message.IsObject()) {
+        return std::nullopt;
+    }
+    if (*client != canonical::Dialect::openai_chat) {
+        const json::Value* calls = json::find(message, "tool_calls");
+        if (calls != nullptr && calls->IsArray() && !calls->Empty()) {
+            return upstream_error(
+                "the backend answered with tool calls (tool_calls), which infergate cannot "
+                "translate to a " +
+                std::string(canonical::to_string(*client)) +
+                " client yet: the answer would lose them. Send tool requests through "
+                "POST /v1/chat/completions, which carries them as they are");
+        }
+        return std::nullopt;
+    }
+    out.from = canonical::Dialect::openai_chat;
+    const size_t before = out.members.size();
+    json::collect_unknown(message, {"role", "content"}, out.members, prefix);
+    // `"tool_calls": null` and the like say nothing: not worth a chunk of their own.
+    out.members.erase(
+        std::remove_if(out.members.begin() + static_cast<std::ptrdiff_t>(before), out.members.end(),
+                       [](const canonical::Extra& e) { return e.json == "null"; }),
+        out.members.end());
+    return std::nullopt;
+}
+
+const canonical::Carried* own(const canonical::Carried& carried) {
+    return carried.from == canonical::Dialect::openai_chat && !carried.empty() ? &carried : nullptr;
 }
 
 void write_error_object(json::Writer& w, const canonical::Error& error) {

@@ -41,9 +41,34 @@ canonical::Usage read_usage(const json::Value& usage);
 
 bool usage_known(const canonical::Usage& usage);
 
-// Writes a usage object: keys only for the counts that are known; total_tokens only when both
-// prompt and completion counts are.
+// Whether `usage` can be written as OpenAI's usage object, whose prompt_tokens,
+// completion_tokens and total_tokens are all required (strict clients such as the Vercel AI SDK
+// reject one without them): both counts known. Otherwise the object is left out, which every
+// OpenAI schema allows, rather than a count made up.
+bool usage_complete(const canonical::Usage& usage);
+
+// Writes a complete usage object (usage_complete): prompt_tokens, completion_tokens,
+// total_tokens, and prompt_tokens_details.cached_tokens when the cached count is known.
 void write_usage(json::Writer& w, const canonical::Usage& usage);
+
+// The finish_reason of a finished choice in a whole answer, which OpenAI's schemas require to be
+// one of their values: a backend that did not say why it ended (vLLM's demo server) gets
+// "stop", the ordinary end of a generation.
+std::string_view whole_finish_reason(canonical::FinishKind kind, Api api);
+
+// finish_reason_name, within the values the route's schema allows: the completions route has no
+// tool_calls (a model that ended on a tool call ended on its own: "stop").
+std::string_view route_finish_reason(canonical::FinishKind kind, Api api);
+
+// What only an OpenAI chat client takes from a chat answer's `message` (or a chunk's `delta`):
+// its members other than role and content (tool_calls, refusal, reasoning_content, ...), keyed
+// "<prefix><key>". For a client of another dialect tool calls cannot be carried: the error that
+// says so.
+std::optional<canonical::Error> carry(const json::Value& message, std::string_view prefix,
+                                      std::optional<canonical::Dialect> client,
+                                      canonical::Carried& out);
+// The carried members for an OpenAI chat client (null when they came from another dialect).
+const canonical::Carried* own(const canonical::Carried& carried);
 
 // Writes the value of an OpenAI error envelope's "error" key: {message, type, param, code}.
 void write_error_object(json::Writer& w, const canonical::Error& error);

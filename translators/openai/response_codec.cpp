@@ -53,14 +53,9 @@ const canonical::Prompt* echoed_prompt(const Choice& c, const GenerationRequest&
     return &req.prompts[prompt_index];
 }
 
-void write_finish(json::Writer& w, const canonical::FinishReason& finish) {
+void write_finish(json::Writer& w, const canonical::FinishReason& finish, Api api) {
     json::key(w, "finish_reason");
-    const std::string_view name = finish_reason_name(finish.kind);
-    if (name.empty()) {
-        w.Null();
-    } else {
-        json::string(w, name);
-    }
+    json::string(w, whole_finish_reason(finish.kind, api));
 }
 
 }  // namespace
@@ -97,6 +92,9 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
             json::string(w, "assistant");
             json::key(w, "content");
             json::string(w, c.text);
+            if (const canonical::Carried* carried = own(c.carried)) {
+                json::write_carried(w, carried->members, "message.");
+            }
             w.EndObject();
         } else {
             json::key(w, "text");
@@ -109,12 +107,12 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
         }
         json::key(w, "logprobs");
         w.Null();
-        write_finish(w, c.finish);
+        write_finish(w, c.finish, api);
         w.EndObject();
     }
     w.EndArray();
     const Usage usage = response_usage(result, req.sampling.n);
-    if (usage_known(usage)) {
+    if (usage_complete(usage)) {
         json::key(w, "usage");
         write_usage(w, usage);
     }
@@ -177,6 +175,9 @@ Result<GenerationResult> decode_response(std::string_view body, const Generation
         if (api == Api::chat) {
             if (const json::Value* message = json::find(item, "message")) {
                 text = json::find(*message, "content");
+                if (auto lost = carry(*message, "message.", req.dialect, c.carried)) {
+                    return std::move(*lost);
+                }
             }
         } else {
             text = json::find(item, "text");

@@ -42,10 +42,10 @@ public:
         return w_;
     }
 
-    // `]` + optional `"usage":{...}` + `}\n\n`
+    // `]` + optional `"usage":{...}` (only a complete one) + `}\n\n`
     void end(const Usage* usage) {
         w_.EndArray();
-        if (usage != nullptr) {
+        if (usage != nullptr && usage_complete(*usage)) {
             json::key(w_, "usage");
             write_usage(w_, *usage);
         }
@@ -54,8 +54,8 @@ public:
     }
 
     // One chunk carrying one part of choice `index`.
-    void choice(int index, Part part, std::string_view text, FinishKind finish,
-                const Usage* usage) {
+    void choice(int index, Part part, std::string_view text, FinishKind finish, const Usage* usage,
+                const canonical::Carried* carried = nullptr) {
         begin();
         w_.StartObject();
         json::key(w_, "index");
@@ -69,8 +69,14 @@ public:
                 json::key(w_, "content");
                 json::string(w_, "");
             } else if (part == Part::content) {
-                json::key(w_, "content");
-                json::string(w_, text);
+                // A tool-call delta has no content, as OpenAI writes it.
+                if (!text.empty() || carried == nullptr) {
+                    json::key(w_, "content");
+                    json::string(w_, text);
+                }
+                if (carried != nullptr) {
+                    json::write_carried(w_, carried->members, "delta.");
+                }
             }
             w_.EndObject();
         } else {
@@ -80,7 +86,7 @@ public:
         json::key(w_, "logprobs");
         w_.Null();
         json::key(w_, "finish_reason");
-        const std::string_view reason = finish_reason_name(finish);
+        const std::string_view reason = route_finish_reason(finish, api_);
         if (part == Part::finish && !reason.empty()) {
             json::string(w_, reason);
         } else {
@@ -159,7 +165,8 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
         c.cached_tokens = event.usage.cached_tokens;
     }
     const bool finishing = event.finish && event.finish->kind != FinishKind::none;
-    if (event.text.empty() && !finishing) {
+    const canonical::Carried* carried = api == Api::chat ? own(event.carried) : nullptr;
+    if (event.text.empty() && !finishing && carried == nullptr) {
         return;
     }
     // Up to three chunks (role, text, finish) of ~200 bytes besides the text, id and model.
@@ -178,8 +185,8 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
         usage = running_usage(c, state);
         usage_ptr = &usage;
     }
-    if (!event.text.empty()) {
-        chunks.choice(index, Part::content, event.text, FinishKind::none, usage_ptr);
+    if (!event.text.empty() || carried != nullptr) {
+        chunks.choice(index, Part::content, event.text, FinishKind::none, usage_ptr, carried);
         state.content_seen = true;
     }
     if (finishing) {
@@ -195,8 +202,10 @@ void encode_stream_end(StreamState& state, std::string& out, Api api) {
     state.ended = true;
     // The usage chunk (choices: []) only when the client asked: clients that did not ask
     // index choices[0] of every chunk and crash on it.
-    if (state.include_usage) {
-        const Usage usage = state.aggregate_usage();
+    // A usage the backend did not report in full cannot be written in OpenAI's shape (all three
+    // counts are required): the chunk is left out rather than a count made up.
+    const Usage usage = state.aggregate_usage();
+    if (state.include_usage && usage_complete(usage)) {
         ChunkWriter chunks(out, state, api);
         chunks.begin();
         chunks.end(&usage);
@@ -268,20 +277,37 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
             return;
         }
         const json::Value* text = nullptr;
+        canonical::Carried carried;
         if (api == Api::chat) {
             if (const json::Value* delta = json::find(item, "delta")) {
                 text = json::find(*delta, "content");
+                if (auto lost = carry(*delta, "delta.", state.client, carried)) {
+                    push_error(out, std::move(*lost));
+                    return;
+                }
             }
         } else {
             text = json::find(item, "text");
         }
         const bool has_text = text != nullptr && text->IsString() && text->GetStringLength() > 0;
         std::optional<canonical::FinishReason> finish = read_finish(item, state.max_tokens);
-        // Role-only and empty deltas carry nothing a client of another dialect could use.
-        if (!has_text && !finish) {
+        // vLLM's token ids (return_token_ids): a token whose text is empty is still one.
+        const json::Value* ids = json::find(item, "token_ids");
+        const bool has_ids = ids != nullptr && ids->IsArray() && !ids->Empty();
+        // Role-only and empty deltas carry nothing a client of another dialect could use, but
+        // a prompt count that comes before any text (continuous usage) is worth passing on.
+        if (!has_text && !finish && !has_ids && !usage.prompt_tokens && carried.empty()) {
             continue;
         }
         StreamEvent& ev = out.emplace_back();
+        ev.carried = std::move(carried);
+        if (has_ids) {
+            for (const json::Value& id : ids->GetArray()) {
+                if (id.IsInt64()) {
+                    ev.token_ids.push_back(id.GetInt64());
+                }
+            }
+        }
         ev.type = StreamEvent::Type::chunk;
         const json::Value* index = json::find(item, "index");
         ev.index = index != nullptr && index->IsInt() ? index->GetInt() : static_cast<int>(i);

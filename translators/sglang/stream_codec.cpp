@@ -331,6 +331,19 @@ void SglangCodec::decode_stream_event(std::string_view data, StreamState& state,
         c.sent = now.size();
     }
 
+    // The ids of this event's tokens: output_ids holds them all so far, or (incremental
+    // streaming) this event's own.
+    if (const json::Value* ids = json::find(doc, "output_ids"); ids != nullptr && ids->IsArray()) {
+        const size_t before = state.delta_text.value_or(false) || !c.tokens_exact
+                                  ? 0
+                                  : static_cast<size_t>(c.completion_tokens);
+        for (rapidjson::SizeType i = static_cast<rapidjson::SizeType>(before); i < ids->Size();
+             ++i) {
+            if ((*ids)[i].IsInt64()) {
+                ev.token_ids.push_back((*ids)[i].GetInt64());
+            }
+        }
+    }
     if (meta != nullptr && meta->IsObject()) {
         if (auto message = wire::read_counts(*meta, ev.usage)) {
             out.push_back(error_event(wire::upstream_error(

@@ -22,11 +22,13 @@ using canonical::FinishReason;
 void begin_data(std::string& out) { out.append("data:"); }  // axum writes no space (§5.5)
 void end_data(std::string& out) { out.append("\n\n"); }
 
-// One StreamResponse. The canonical model keeps no token ids or logprobs, so id is 0 and
-// logprob null (TGI's client types allow a null logprob). `final_finish` makes it the last
-// event: generated_text = the whole text, and details when the client asked for them.
-void write_event(const StreamState& s, const ChoiceState& c, int64_t index, std::string_view text,
-                 bool special, const FinishReason* final_finish, std::string& out) {
+// One StreamResponse: one token. Its id is the backend's when it sent one, else 0 (TGI's client
+// types require an integer); logprob is null (TGI's client types allow it). `final_finish`
+// makes it the last event: generated_text = the whole text, and details when the client asked
+// for them.
+void write_event(const StreamState& s, const ChoiceState& c, int64_t index, int64_t id,
+                 std::string_view text, bool special, const FinishReason* final_finish,
+                 std::string& out) {
     begin_data(out);
     {
         json::StringOut os{&out};
@@ -37,7 +39,7 @@ void write_event(const StreamState& s, const ChoiceState& c, int64_t index, std:
         wire::key(w, "token");
         w.StartObject();
         wire::key(w, "id");
-        w.Int64(0);
+        w.Int64(id);
         wire::key(w, "text");
         wire::string(w, text);
         wire::key(w, "logprob");
@@ -77,31 +79,52 @@ void write_event(const StreamState& s, const ChoiceState& c, int64_t index, std:
     end_data(out);
 }
 
-// The last event: the text not yet sent rides on it as its token; with nothing left it carries
-// an empty special token, as TGI's own last event carries the (special, skipped) EOS token.
-// `eos_counted`: the upstream's exact running count already includes that last token (SGLang
-// and vLLM count the EOS token), so it is the count itself, not one more.
+// The held token event goes out as an ordinary one: another token followed it.
+void write_held(const StreamState& s, ChoiceState& c, std::string& out) {
+    if (!c.held_token_index) {
+        return;
+    }
+    const std::string_view text = std::string_view(c.text).substr(std::min(c.sent, c.text.size()));
+    write_event(s, c, *c.held_token_index, c.held_token_id.value_or(0), text, text.empty(), nullptr,
+                out);
+    c.sent = c.text.size();
+    c.held_token_index.reset();
+    c.held_token_id.reset();
+}
+
+// The last event: TGI's last token event, which also carries generated_text (and details). It
+// is the held token when there is one (the text not yet sent rides on it); when the last token
+// already went out as an ordinary event (a backend that reports the finish after its last
+// token, without ids or a count that says so), one empty special token stands in for the
+// finish, as TGI's own last event is the (special, skipped) EOS token.
 void write_final(const StreamState& s, ChoiceState& c, const FinishReason& finish,
-                 bool eos_counted, std::string& out) {
+                 std::string& out) {
     const std::string_view tail = std::string_view(c.text).substr(std::min(c.sent, c.text.size()));
-    const int64_t index =
-        tail.empty() && !eos_counted ? c.completion_tokens + 1 : c.completion_tokens;
-    write_event(s, c, index, tail, tail.empty(), &finish, out);
+    const int64_t index = c.held_token_index.value_or(c.completion_tokens + 1);
+    write_event(s, c, index, c.held_token_id.value_or(0), tail, tail.empty(), &finish, out);
     c.sent = c.text.size();
     c.finished = true;
     c.held_finish.reset();
+    c.held_token_index.reset();
+    c.held_token_id.reset();
 }
 
 void flush_held(StreamState& s, std::string& out) {
     for (ChoiceState& c : s.choices) {
         if (c.held_finish && !c.finished) {
             const FinishReason f = *c.held_finish;
-            write_final(s, c, f, c.tokens_exact, out);
+            write_final(s, c, f, out);
+        } else if (!c.finished) {
+            write_held(s, c, out);  // no finish came: the held token was an ordinary one
         }
         c.held_finish.reset();
     }
 }
 
+// TGI streams exactly one event per generated token, the last one carrying generated_text. A
+// token whose text is empty (EOS, other special tokens, a stop-string prefix held back) and a
+// token that reaches the budget may be the last: such an event is held until the next token or
+// the finish, which follows at once; no text waits for it.
 void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
     if (event.index != 0) {
         return;  // TGI has one sequence per request; the exchange never asks for more
@@ -110,13 +133,19 @@ void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
     if (c.finished) {
         return;
     }
+    const bool counted_more =
+        event.usage.completion_tokens && *event.usage.completion_tokens > c.completion_tokens;
+    const bool token = !event.text.empty() || !event.token_ids.empty() || counted_more;
+    if (token) {
+        write_held(s, c, out);  // it was not the last
+    }
     c.text.append(event.text);
-    const int64_t count_before = c.completion_tokens;
     if (event.usage.completion_tokens) {
         c.completion_tokens = *event.usage.completion_tokens;
         c.tokens_exact = true;
-    } else if (!event.text.empty()) {
-        ++c.completion_tokens;  // a delta upstream without counts: one chunk ~ one token
+    } else if (token) {
+        // A delta upstream without counts: its ids, else one chunk ~ one token.
+        c.completion_tokens += std::max<int64_t>(1, static_cast<int64_t>(event.token_ids.size()));
         c.tokens_exact = false;
     }
     if (event.usage.prompt_tokens) {
@@ -125,24 +154,28 @@ void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
     if (!event.text.empty()) {
         s.content_seen = true;
     }
-    if (event.finish && event.finish->kind != FinishKind::none) {
+    const bool finishing = event.finish && event.finish->kind != FinishKind::none;
+    const bool at_budget = s.max_tokens && c.completion_tokens >= *s.max_tokens;
+    if (token && (finishing || event.text.empty() || at_budget)) {
+        // When the running count jumped by k, the text is k tokens' text, which cannot be split
+        // back into tokens faithfully: it goes out as one token event.
+        c.held_token_index = c.completion_tokens;
+        if (!event.token_ids.empty()) {
+            c.held_token_id = event.token_ids.back();
+        }
+    } else if (token) {
+        write_event(s, c, c.completion_tokens, event.token_ids.empty() ? 0 : event.token_ids.back(),
+                    std::string_view(c.text).substr(c.sent), false, nullptr, out);
+        c.sent = c.text.size();
+    }
+    if (finishing) {
         if (s.include_usage && !c.tokens_exact) {
             // The client reads generated_tokens from the last event: hold it (with its text)
             // until the upstream's usage report or the end of the stream.
             c.held_finish = *event.finish;
             return;
         }
-        write_final(s, c, *event.finish,
-                    c.tokens_exact && c.completion_tokens > count_before && event.text.empty(),
-                    out);
-        return;
-    }
-    if (c.text.size() > c.sent) {
-        // When the running count jumped by k, the delta is k tokens' text, which cannot be split
-        // back into tokens faithfully: it goes out as one token event.
-        write_event(s, c, c.completion_tokens, std::string_view(c.text).substr(c.sent), false,
-                    nullptr, out);
-        c.sent = c.text.size();
+        write_final(s, c, *event.finish, out);
     }
 }
 
@@ -151,6 +184,12 @@ void encode_usage(const StreamEvent& event, StreamState& s, std::string& out) {
     s.usage_final = true;
     ChoiceState& c = s.choice(0);
     if (event.usage.completion_tokens) {
+        if (*event.usage.completion_tokens > c.completion_tokens && c.held_finish &&
+            !c.held_token_index) {
+            // The backend counted a last token it sent no text for (EOS): the final event is
+            // that token.
+            c.held_token_index = *event.usage.completion_tokens;
+        }
         c.completion_tokens = *event.usage.completion_tokens;
         c.tokens_exact = true;
     }
@@ -330,11 +369,16 @@ void TgiCodec::decode_stream_event(std::string_view data, StreamState& state,
         out.push_back(error_event(malformed("'generated_text' is " + json::to_string(*generated))));
         return;
     }
+    StreamEvent ev;
+    ev.type = StreamEvent::Type::chunk;
     if (token != nullptr && !token->IsNull()) {
         const json::Value* text = json::find(*token, "text");
         if (!token->IsObject() || text == nullptr || !text->IsString()) {
             out.push_back(error_event(malformed("a 'token' without a 'text' string")));
             return;
+        }
+        if (const json::Value* id = json::find(*token, "id"); id != nullptr && id->IsInt64()) {
+            ev.token_ids.push_back(id->GetInt64());
         }
         const json::Value* special = json::find(*token, "special");
         // Special tokens (EOS) are not part of the text (§5.5, §10.13).
@@ -347,8 +391,6 @@ void TgiCodec::decode_stream_event(std::string_view data, StreamState& state,
         return;
     }
 
-    StreamEvent ev;
-    ev.type = StreamEvent::Type::chunk;
     if (final) {
         if (auto err = read_final(doc, *generated, state, ev)) {
             out.push_back(error_event(std::move(*err)));
@@ -363,11 +405,13 @@ void TgiCodec::decode_stream_event(std::string_view data, StreamState& state,
     // Hold back a tail that may be the start of a stop string (its first byte starts a code
     // point, so the cut never splits one).
     const size_t limit = c.text.size() - stop_prefix_tail(c.text, state.stop);
-    if (limit <= c.sent) {
+    if (limit <= c.sent && ev.token_ids.empty()) {
         return;
     }
-    ev.text.assign(c.text, c.sent, limit - c.sent);
-    c.sent = limit;
+    if (limit > c.sent) {
+        ev.text.assign(c.text, c.sent, limit - c.sent);
+        c.sent = limit;
+    }
     ev.usage.completion_tokens = c.completion_tokens;
     out.push_back(std::move(ev));
 }

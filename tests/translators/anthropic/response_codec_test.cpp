@@ -85,13 +85,21 @@ TEST_CASE("anthropic decode_response: captured message (§11.6)") {
     CHECK(res.usage.cached_tokens == 0);
     CHECK(res.choices[0].usage == res.usage);
 
-    // Re-encoded for an Anthropic client: same text, reason and counts.
+    // Re-encoded for an Anthropic client: the backend's own message, its usage as it wrote it.
     CHECK(encode(res) ==
           R"({"id":"msg_01MkoP42QB7TUf5m2NVVK2kE","type":"message","role":"assistant",)"
           R"("model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":)"
           R"("{\"product_name\": \"Green Tea\", \"price\": 5.50, \"quantity\": 2}"}],)"
           R"("stop_reason":"end_turn","stop_sequence":null,)"
-          R"("usage":{"input_tokens":249,"cache_read_input_tokens":0,"output_tokens":26}})");
+          R"("usage":{"input_tokens":249,"cache_creation_input_tokens":0,)"
+          R"("cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,)"
+          R"("ephemeral_1h_input_tokens":0},"output_tokens":26,"service_tier":"standard",)"
+          R"("inference_geo":"not_available"}})");
+    // For another dialect's client nothing is carried: it gets the canonical counts.
+    infergate::canonical::GenerationResult plain = res;
+    plain.choices[0].carried = {};
+    CHECK(encode(plain).ends_with(
+        R"("usage":{"input_tokens":249,"cache_read_input_tokens":0,"output_tokens":26}})"));
 }
 
 TEST_CASE("anthropic decode_response: stop reasons, text blocks, cache counts") {
@@ -224,4 +232,25 @@ TEST_CASE("anthropic encode_error: shapes and type mapping") {
         CHECK(encode_error(e) == R"({"type":"error","error":{"type":")" + std::string(c.want) +
                                      R"(","message":"m"}})");
     }
+}
+
+// Issue 16 item 7: the tool_use block reaches an Anthropic client; another dialect's client
+// gets a 502 that names what would be lost instead of a 200 without the call.
+TEST_CASE("anthropic same dialect: a tool_use answer comes back whole") {
+    const std::string body = fixture("tool_use_response.json");
+    const GenerationResult res = decode_ok(body);
+    CHECK(res.choices[0].finish.kind == FinishKind::tool_calls);
+    infergate::json::Document got;
+    infergate::json::Document want;
+    const std::string out = encode(res);
+    REQUIRE(!infergate::json::parse(out, got, "out"));
+    REQUIRE(!infergate::json::parse(body, want, "fixture"));
+    CHECK(infergate::json::to_string(got) == infergate::json::to_string(want));
+
+    GenerationRequest openai = request();
+    openai.dialect = Dialect::openai_chat;
+    auto r = codec().decode_response(body, openai);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().status == 502);
+    CHECK(r.error().message.find("tool_use") != std::string::npos);
 }

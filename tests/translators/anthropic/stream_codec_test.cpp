@@ -363,3 +363,152 @@ TEST_CASE("anthropic stream round trip: canonical → Anthropic SSE → canonica
         CHECK(last.prompt_tokens == (c.usage_event ? 9 : 0));
     }
 }
+
+// Issue 16 item 7: an Anthropic client in front of an Anthropic backend gets every content
+// block, tool_use included, as the backend streamed it (numbered by the encoder).
+TEST_CASE("anthropic same dialect stream: tool_use blocks come through") {
+    const std::string wire = fixture("tool_use_stream.sse");
+    StreamState dec;
+    dec.client = infergate::canonical::Dialect::anthropic;
+    const auto events = decode_stream(wire, dec);
+    StreamState enc = client_state();
+    const std::string out = encode(events, enc);
+    // Every upstream event but the ping and message_start's identity, in order, same payloads.
+    std::vector<std::string> want;
+    for (const auto& e : sse_events(wire)) {
+        if (e.event != "ping" && e.event != "message_start") {
+            want.push_back(e.event + " " + e.data);
+        }
+    }
+    std::vector<std::string> got;
+    for (const auto& e : sse_events(out)) {
+        if (e.event != "ping" && e.event != "message_start") {
+            got.push_back(e.event + " " + e.data);
+        }
+    }
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        infergate::json::Document g;
+        infergate::json::Document w;
+        const std::string gd = got[i].substr(got[i].find(' ') + 1);
+        const std::string wd = want[i].substr(want[i].find(' ') + 1);
+        REQUIRE(!infergate::json::parse(gd, g, "got"));
+        REQUIRE(!infergate::json::parse(wd, w, "want"));
+        INFO(got[i] << "\n" << want[i]);
+        CHECK(got[i].substr(0, got[i].find(' ')) == want[i].substr(0, want[i].find(' ')));
+        for (const char* k : {"index", "content_block", "delta"}) {
+            const auto* gv = infergate::json::find(g, k);
+            const auto* wv = infergate::json::find(w, k);
+            if (std::string_view(k) == "delta" && wv != nullptr &&
+                infergate::json::find(*wv, "stop_reason") != nullptr) {
+                continue;  // message_delta: checked below
+            }
+            REQUIRE((gv == nullptr) == (wv == nullptr));
+            if (gv != nullptr) {
+                CHECK(infergate::json::to_string(*gv) == infergate::json::to_string(*wv));
+            }
+        }
+    }
+    CHECK(out.find(R"("stop_reason":"tool_use")") != std::string::npos);
+    CHECK(out.find(R"("input_tokens":472)") != std::string::npos);
+}
+
+TEST_CASE("anthropic same dialect stream: a tool_use block first, text after it") {
+    StreamState dec;
+    dec.client = infergate::canonical::Dialect::anthropic;
+    std::vector<StreamEvent> events;
+    for (
+        const char* p :
+        {R"({"type":"message_start","message":{"usage":{"input_tokens":9,"output_tokens":1}}})",
+         R"({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}})",
+         R"({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}})",
+         R"({"type":"content_block_stop","index":0})",
+         R"({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}})",
+         R"({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ok"}})",
+         R"({"type":"content_block_stop","index":1})",
+         R"({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":5}})",
+         R"({"type":"message_stop"})"}) {
+        codec().decode_stream_event(p, dec, events);
+    }
+    StreamState enc = client_state();
+    const std::string out = encode(events, enc);
+    std::vector<std::string> seq;
+    for (const auto& e : sse_events(out)) {
+        infergate::json::Document d;
+        REQUIRE(!infergate::json::parse(e.data, d, "event"));
+        const auto* index = infergate::json::find(d, "index");
+        seq.push_back(e.event + (index != nullptr ? " " + std::to_string(index->GetInt()) : ""));
+    }
+    // The encoder's own (empty) text block comes first, so the blocks are numbered from 1.
+    CHECK(seq == std::vector<std::string>{"message_start", "content_block_start 0",
+                                          "content_block_stop 0", "content_block_start 1",
+                                          "content_block_delta 1", "content_block_stop 1",
+                                          "content_block_start 2", "content_block_delta 2",
+                                          "content_block_stop 2", "message_delta", "message_stop"});
+    CHECK(out.find(R"("content_block":{"type":"tool_use","id":"t","name":"f","input":{}})") !=
+          std::string::npos);
+}
+
+// Item 7: a translated pair says it would lose the tool call instead of a silent 200.
+TEST_CASE("anthropic decode stream: a tool call for another dialect's client is an error") {
+    StreamState dec;
+    dec.client = infergate::canonical::Dialect::openai_chat;
+    const auto events = decode_stream(fixture("tool_use_stream.sse"), dec);
+    bool errored = false;
+    for (const auto& ev : events) {
+        if (ev.type == Type::error) {
+            errored = true;
+            CHECK(ev.error.status == 502);
+            CHECK(ev.error.message.find("tool_use") != std::string::npos);
+            CHECK(ev.error.message.find("openai_chat") != std::string::npos);
+        }
+        CHECK(ev.carried.empty());
+    }
+    CHECK(errored);
+}
+
+// Item 4: message_start carries the real input count when the backend tells it before the
+// first token (vLLM's continuous usage on its role chunk), and a keep-alive before it does not
+// force it out with 0.
+TEST_CASE("anthropic encode: message_start waits for the input count, not for content") {
+    StreamState enc = client_state();
+    std::string out;
+    StreamEvent keepalive;
+    keepalive.type = Type::keepalive;
+    keepalive.text = " ping";
+    codec().encode_stream_event(keepalive, enc, out);
+    CHECK(out == ": ping\n\n");
+    // The role chunk of an OpenAI backend with continuous usage: no text, the prompt count.
+    std::vector<StreamEvent> upstream;
+    StreamState dec;
+    infergate::translators::codec_for(infergate::canonical::Dialect::openai_chat)
+        .decode_stream_event(
+            R"({"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":{"prompt_tokens":17,"completion_tokens":0,"total_tokens":17}})",
+            dec, upstream);
+    REQUIRE(upstream.size() == 1);
+    codec().encode_stream_event(upstream[0], enc, out);
+    CHECK(out.find(R"("usage":{"input_tokens":17,"output_tokens":0})") != std::string::npos);
+    // Content with no count before it: message_start goes out with it (never delayed).
+    StreamState other = client_state();
+    std::string out2;
+    codec().encode_stream_event(text("Hi"), other, out2);
+    CHECK(out2.find("message_start") != std::string::npos);
+    CHECK(out2.find("\"text\":\"Hi\"") != std::string::npos);
+}
+
+// Item 4: a matched stop sequence as vLLM reports it reaches an Anthropic client.
+TEST_CASE("anthropic encode: a stop string vLLM matched is stop_sequence with the string") {
+    std::vector<StreamEvent> upstream;
+    StreamState dec;
+    const auto& openai =
+        infergate::translators::codec_for(infergate::canonical::Dialect::openai_chat);
+    openai.decode_stream_event(
+        R"({"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]})", dec,
+        upstream);
+    openai.decode_stream_event(
+        R"({"choices":[{"index":0,"delta":{},"finish_reason":"stop","stop_reason":"END"}]})", dec,
+        upstream);
+    StreamState enc = client_state();
+    const std::string out = encode(upstream, enc);
+    CHECK(out.find(R"("stop_reason":"stop_sequence","stop_sequence":"END")") != std::string::npos);
+}

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "translators/anthropic/codec.hpp"
+#include "translators/canonical/json.hpp"
 #include "translators/framing/framing.hpp"
 
 namespace anthropic_test {

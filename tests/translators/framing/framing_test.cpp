@@ -646,3 +646,28 @@ TEST_CASE("framing/records: a BOM, CRLF and blank lines, split at every byte") {
 }
 
 }  // namespace infergate::framing
+
+namespace infergate::framing {
+
+TEST_CASE("framing/sse: llama-server's `error:` field becomes an in-band error envelope") {
+    // llama-server, a failure inside a 200 stream (then, on its OpenAI routes, [DONE]).
+    const std::string wire =
+        "data: {\"content\":\"a\"}\n\n"
+        "error: {\"code\":500,\"message\":\"context full\",\"type\":\"server_error\"}\n\n"
+        "data: [DONE]\n\n";
+    for (size_t step = 1; step <= wire.size(); ++step) {
+        CAPTURE(step);
+        const Events got = scan_in_steps(wire, step);
+        REQUIRE(got.size() == 3);
+        CHECK(got[1].data ==
+              "{\"error\":{\"code\":500,\"message\":\"context full\",\"type\":\"server_error\"}}");
+        CHECK(got[2].data == "[DONE]");
+    }
+    // A value that is not an object is the message of one.
+    CHECK(scan_once("error: slot \"1\" failed\n\n") ==
+          Events{ev("", R"({"error":{"message":"slot \"1\" failed"}})")});
+    // An error line inside an event that already has data is an unknown field: ignored.
+    CHECK(scan_once("data: x\nerror: y\n\n") == Events{ev("", "x")});
+}
+
+}  // namespace infergate::framing

@@ -130,7 +130,7 @@ TEST_CASE("llamacpp encode_response: exact bytes") {
     r.usage = {5, 2, 1};
     CHECK(
         encode(r, request(Dialect::llamacpp)) ==
-        R"({"index":0,"content":"Paris","stop":true,"model":"m","tokens_predicted":2,)"
+        R"({"index":0,"content":"Paris","tokens":[],"stop":true,"model":"m","tokens_predicted":2,)"
         R"("tokens_evaluated":5,"stop_type":"word","stopping_word":"\n",)"
         R"("timings":{"cache_n":1,"prompt_n":4,"prompt_ms":0.0,"prompt_per_token_ms":0.0,"prompt_per_second":0.0,"predicted_n":2,"predicted_ms":0.0,"predicted_per_token_ms":0.0,"predicted_per_second":0.0}})");
 
@@ -140,7 +140,7 @@ TEST_CASE("llamacpp encode_response: exact bytes") {
     r.choices[0].finish.kind = FinishKind::length;
     CHECK(
         encode(r, request(Dialect::llamacpp)) ==
-        R"({"index":0,"content":"Paris","stop":true,"model":"m","stop_type":"limit",)"
+        R"({"index":0,"content":"Paris","tokens":[],"stop":true,"model":"m","stop_type":"limit",)"
         R"("stopping_word":"","timings":{"prompt_n":0,"prompt_ms":0.0,"prompt_per_token_ms":0.0,"prompt_per_second":0.0,"predicted_n":0,"predicted_ms":0.0,"predicted_per_token_ms":0.0,"predicted_per_second":0.0}})");
 
     // A list prompt gets a list back, even with one element.
@@ -150,7 +150,7 @@ TEST_CASE("llamacpp encode_response: exact bytes") {
     r.choices[0].usage = {3, 1, std::nullopt};
     CHECK(
         encode(r, list) ==
-        R"([{"index":0,"content":"Paris","stop":true,"model":"m","tokens_predicted":1,)"
+        R"([{"index":0,"content":"Paris","tokens":[],"stop":true,"model":"m","tokens_predicted":1,)"
         R"("tokens_evaluated":3,"stop_type":"eos","stopping_word":"",)"
         R"("timings":{"prompt_n":3,"prompt_ms":0.0,"prompt_per_token_ms":0.0,"prompt_per_second":0.0,"predicted_n":1,"predicted_ms":0.0,"predicted_per_token_ms":0.0,"predicted_per_second":0.0}}])");
 }
@@ -256,4 +256,54 @@ TEST_CASE("llamacpp encode: timings carry the durations the exchange measured, a
     CHECK(whole.find(R"("prompt_ms":0.0,"prompt_per_token_ms":0.0,"prompt_per_second":0.0,)"
                      R"("predicted_n":2,"predicted_ms":31.0,)") != std::string::npos);
     CHECK(whole.find("null") == std::string::npos);
+}
+
+// Issue 16 item 4: what the real llama-server answers reaches a llama.cpp client whole, and the
+// cached part of the prompt (tokens_evaluated - timings.prompt_n) reaches every dialect.
+TEST_CASE("llamacpp decode_response: the real engine's answer, cached tokens from prompt_n") {
+    const GenerationResult r =
+        decode_ok(fixture("completion_real_c392e509.json"), request(Dialect::openai_completions));
+    CHECK(r.usage.prompt_tokens == 2);
+    CHECK(r.usage.cached_tokens == 1);    // tokens_evaluated 2 - timings.prompt_n 1
+    CHECK(r.choices[0].carried.empty());  // an OpenAI client cannot take llama.cpp's members
+}
+
+TEST_CASE("llamacpp same dialect: id_slot, generation_settings, truncated, ... come through") {
+    const GenerationRequest req = request(Dialect::llamacpp);
+    GenerationResult r = decode_ok(fixture("completion_real_c392e509.json"), req);
+    r.model = "tiny-llama";
+    const std::string out = encode(r, req);
+    infergate::json::Document got;
+    infergate::json::Document want;
+    REQUIRE(!infergate::json::parse(out, got, "out"));
+    REQUIRE(!infergate::json::parse(fixture("completion_real_c392e509.json"), want, "fixture"));
+    // Every member of the backend's answer, with the backend's value (its timings included:
+    // prompt_n is what the slot evaluated, not the whole prompt).
+    for (const auto& m : want.GetObject()) {
+        const std::string_view k = infergate::json::view(m.name);
+        INFO(std::string(k));
+        const infergate::json::Value* v = infergate::json::find(got, k);
+        REQUIRE(v != nullptr);
+        CHECK(infergate::json::to_string(*v) == infergate::json::to_string(m.value));
+    }
+    CHECK(got.MemberCount() == want.MemberCount());
+}
+
+TEST_CASE("llamacpp encode_response from another backend: prompt_n is the uncached part") {
+    GenerationResult r;
+    r.model = "m";
+    Choice& c = r.choices.emplace_back();
+    c.text = "x";
+    c.token_ids = {7, 8};
+    c.finish.kind = FinishKind::length;
+    r.usage.prompt_tokens = 10;
+    r.usage.completion_tokens = 2;
+    r.usage.cached_tokens = 6;
+    const std::string out = encode(r, request(Dialect::llamacpp));
+    CHECK(out.find(R"("tokens":[7,8])") != std::string::npos);
+    CHECK(out.find(R"("cache_n":6,"prompt_n":4,)") != std::string::npos);
+    // Values only a llama.cpp backend knows are left out, not made up.
+    for (const char* k : {"id_slot", "generation_settings", "truncated", "tokens_cached"}) {
+        CHECK(out.find(k) == std::string::npos);
+    }
 }

@@ -185,7 +185,7 @@ TEST_CASE("llamacpp encode_stream_event: exact bytes, no [DONE]") {
     CHECK(out ==
           "data: {\"index\":0,\"content\":\"!\",\"stop\":false,\"tokens_predicted\":2,"
           "\"tokens_evaluated\":5}\n\n"
-          "data: {\"index\":0,\"content\":\"\",\"stop\":true,\"model\":\"m\","
+          "data: {\"index\":0,\"content\":\"\",\"tokens\":[],\"stop\":true,\"model\":\"m\","
           "\"tokens_predicted\":2,\"tokens_evaluated\":5,\"stop_type\":\"word\","
           "\"stopping_word\":\"\\n\",\"timings\":{\"cache_n\":3,"
           "\"prompt_n\":2,\"prompt_ms\":0.0,\"prompt_per_token_ms\":0.0,\"prompt_per_second\":0.0,"
@@ -215,7 +215,7 @@ TEST_CASE("llamacpp encode: a finish without counts waits for the usage event") 
     usage.usage = Usage{4, 7, std::nullopt};
     llama().encode_stream_event(usage, s, out);
     CHECK(out ==
-          "data: {\"index\":0,\"content\":\"\",\"stop\":true,\"model\":\"\","
+          "data: {\"index\":0,\"content\":\"\",\"tokens\":[],\"stop\":true,\"model\":\"\","
           "\"tokens_predicted\":7,\"tokens_evaluated\":4,\"stop_type\":\"limit\","
           "\"stopping_word\":\"\",\"timings\":{\"prompt_n\":4,\"prompt_ms\":0.0,\"prompt_per_token_"
           "ms\":0.0,\"prompt_per_second\":0.0,\"predicted_n\":7,\"predicted_ms\":0.0,\"predicted_"
@@ -230,7 +230,7 @@ TEST_CASE("llamacpp encode_stream_end: every choice gets its stop:true event onc
     std::string out = encode_all({chunk(0, "x")}, s);
     CHECK(out ==
           "data: {\"index\":0,\"content\":\"x\",\"stop\":false}\n\n"
-          "data: {\"index\":0,\"content\":\"\",\"stop\":true,\"model\":\"\","
+          "data: {\"index\":0,\"content\":\"\",\"tokens\":[],\"stop\":true,\"model\":\"\","
           "\"tokens_predicted\":1,\"stop_type\":\"none\",\"stopping_word\":\"\","
           "\"timings\":{\"prompt_n\":0,\"prompt_ms\":0.0,\"prompt_per_token_ms\":0.0,\"prompt_per_"
           "second\":0.0,\"predicted_n\":1,\"predicted_ms\":0.0,\"predicted_per_token_ms\":0.0,"
@@ -299,4 +299,47 @@ TEST_CASE("llamacpp: stream round trip keeps text, counts and finish") {
         REQUIRE(fin_b.finish);
         CHECK(*fin_a.finish == *fin_b.finish);
     }
+}
+
+// Issue 16 item 4: a llama.cpp client in front of a llama.cpp backend gets every event with the
+// engine's own members (ids, id_slot, generation_settings, truncated, tokens_cached, timings).
+TEST_CASE("llamacpp same dialect stream: the real engine's events come through") {
+    const auto payloads = sse_payloads("completion_stream_real_c392e509.sse");
+    StreamState dec;
+    dec.client = infergate::canonical::Dialect::llamacpp;
+    const auto events = decode_all(payloads, dec);
+    StreamState enc;
+    enc.model = "tiny-llama";
+    std::string out;
+    for (const auto& ev : events) {
+        llama().encode_stream_event(ev, enc, out);
+    }
+    llama().encode_stream_end(enc, out);
+    infergate::framing::SseScanner scanner;
+    std::vector<infergate::framing::SseEvent> got;
+    scanner.feed(out, got);
+    REQUIRE(got.size() == payloads.size());
+    for (size_t i = 0; i < payloads.size(); ++i) {
+        infergate::json::Document g;
+        infergate::json::Document w;
+        REQUIRE(!infergate::json::parse(got[i].data, g, "got"));
+        REQUIRE(!infergate::json::parse(payloads[i], w, "want"));
+        for (const auto& m : w.GetObject()) {
+            const std::string_view k = infergate::json::view(m.name);
+            INFO("event " << i << " member " << std::string(k));
+            const infergate::json::Value* v = infergate::json::find(g, k);
+            REQUIRE(v != nullptr);
+            CHECK(infergate::json::to_string(*v) == infergate::json::to_string(m.value));
+        }
+    }
+}
+
+TEST_CASE("llamacpp decode_stream_event: token ids, and cached tokens from the final timings") {
+    StreamState dec;
+    const auto events = decode_all(sse_payloads("completion_stream_real_c392e509.sse"), dec);
+    REQUIRE(events.size() == 6);  // four tokens, the final event, done
+    CHECK(events[0].token_ids == std::vector<int64_t>{14747});
+    CHECK(events[3].token_ids == std::vector<int64_t>{26428});
+    CHECK(events[4].usage.cached_tokens == 1);
+    CHECK(events[4].carried.empty());  // no client dialect said: nothing kept
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "translators/canonical/json.hpp"
 #include "translators/framing/framing.hpp"
 #include "translators/llamacpp/codec.hpp"
 

@@ -156,3 +156,37 @@ TEST_CASE("ollama encode_error: Ollama's error shape") {
     ollama::chat_codec().encode_error(e, out);
     CHECK(out == R"({"error":"model is \"required\""})");
 }
+
+// Issue 16 item 7 (the tool-calling example of Ollama's docs/api.md): an Ollama client in front
+// of an Ollama backend gets the tool calls; another dialect's client a 502 that names them.
+TEST_CASE("ollama same dialect: tool_calls come back whole, or a 502 that says why") {
+    constexpr std::string_view body =
+        R"({"model":"llama3.2","created_at":"2024-07-22T20:33:28.123648Z","message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_current_weather","arguments":{"format":"celsius","location":"Paris, FR"}}}]},"done_reason":"stop","done":true,"total_duration":885095291,"load_duration":3753500,"prompt_eval_count":122,"prompt_eval_duration":328493000,"eval_count":33,"eval_duration":552222000})";
+    GenerationRequest req;
+    req.dialect = Dialect::ollama_chat;
+    req.model = "llama3.2";
+    const GenerationResult r = decode_ok(ollama::chat_codec(), body, req);
+    std::string out;
+    ollama::chat_codec().encode_response(r, req, out);
+    CHECK(out.find(R"("message":{"role":"assistant","content":"","tool_calls":[{"function":)"
+                   R"({"name":"get_current_weather","arguments":{"format":"celsius",)"
+                   R"("location":"Paris, FR"}}}]})") != std::string::npos);
+
+    GenerationRequest openai = req;
+    openai.dialect = Dialect::openai_chat;
+    auto lost = ollama::chat_codec().decode_response(body, openai);
+    REQUIRE_FALSE(lost.ok());
+    CHECK(lost.error().status == 502);
+    CHECK(lost.error().message.find("tool_calls") != std::string::npos);
+}
+
+TEST_CASE("ollama same dialect: generate's context comes back") {
+    constexpr std::string_view body =
+        R"({"model":"m","created_at":"2023-08-04T19:22:45.499127Z","response":"Hi","done":true,"done_reason":"stop","context":[1,2,3],"eval_count":1})";
+    GenerationRequest req;
+    req.dialect = Dialect::ollama_generate;
+    const GenerationResult r = decode_ok(ollama::generate_codec(), body, req);
+    std::string out;
+    ollama::generate_codec().encode_response(r, req, out);
+    CHECK(out.find(R"("context":[1,2,3])") != std::string::npos);
+}

@@ -201,3 +201,35 @@ TEST_CASE("ollama stream round trip: canonical -> ollama lines -> canonical") {
         CHECK(events[3].type == Type::done);
     }
 }
+
+// Issue 16 item 7: a streamed tool call (Ollama sends it on a line of its own, content "")
+// reaches an Ollama client; another dialect's client gets an in-band error naming it.
+TEST_CASE("ollama same dialect stream: tool_calls lines come through") {
+    constexpr std::string_view wire =
+        "{\"model\":\"m\",\"created_at\":\"2025-05-27T19:23:48Z\",\"message\":{\"role\":"
+        "\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":{\"name\":\"get_weather\","
+        "\"arguments\":{\"city\":\"Toronto\"}}}]},\"done\":false}\n"
+        "{\"model\":\"m\",\"created_at\":\"2025-05-27T19:23:48Z\",\"message\":{\"role\":"
+        "\"assistant\",\"content\":\"\"},\"done_reason\":\"stop\",\"done\":true,\"prompt_eval_"
+        "count\":3,\"eval_count\":9}\n";
+    StreamState dec;
+    dec.client = infergate::canonical::Dialect::ollama_chat;
+    const auto events = decode(ollama::chat_codec(), wire, dec);
+    StreamState enc = client_state();
+    std::string out;
+    for (const auto& ev : events) {
+        ollama::chat_codec().encode_stream_event(ev, enc, out);
+    }
+    ollama::chat_codec().encode_stream_end(enc, out);
+    CHECK(out.find(R"("message":{"role":"assistant","content":"","tool_calls":[{"function":)"
+                   R"({"name":"get_weather","arguments":{"city":"Toronto"}}}]},"done":false})") !=
+          std::string::npos);
+    CHECK(out.find(R"("done":true,"done_reason":"stop")") != std::string::npos);
+
+    StreamState other;
+    other.client = infergate::canonical::Dialect::anthropic;
+    const auto lost = decode(ollama::chat_codec(), wire, other);
+    REQUIRE_FALSE(lost.empty());
+    CHECK(lost.front().type == Type::error);
+    CHECK(lost.front().error.message.find("tool_calls") != std::string::npos);
+}

@@ -385,7 +385,9 @@ TEST_SUITE("openai response encode (client)") {
         check_same_client_view(out, sample, true);
     }
 
-    TEST_CASE("finish reasons, null when unfinished; usage omitted when unknown") {
+    // Issue 16 item 5: finish_reason is required in a whole answer (the Vercel AI SDK rejects
+    // null): a backend that did not say gets "stop".
+    TEST_CASE("finish reasons, stop when the backend did not say; usage omitted when unknown") {
         GenerationResult r;
         r.id = "i";
         r.model = "m";
@@ -395,7 +397,7 @@ TEST_SUITE("openai response encode (client)") {
         CHECK(encode(chat(), r) ==
               R"({"id":"i","object":"chat.completion","created":5,"model":"m","choices":[)"
               R"({"index":0,"message":{"role":"assistant","content":"a"},"logprobs":null,)"
-              R"("finish_reason":null},)"
+              R"("finish_reason":"stop"},)"
               R"({"index":1,"message":{"role":"assistant","content":"b"},"logprobs":null,)"
               R"("finish_reason":"tool_calls"},)"
               R"({"index":2,"message":{"role":"assistant","content":"c"},"logprobs":null,)"
@@ -404,14 +406,19 @@ TEST_SUITE("openai response encode (client)") {
               R"("finish_reason":"abort"}]})");
     }
 
-    TEST_CASE("partial usage: only the known keys, total only when both counts are known") {
+    // Issue 16 item 5: OpenAI's usage requires all three counts; one the backend did not report
+    // leaves the object out rather than a count made up.
+    TEST_CASE("partial usage: left out, never a usage without prompt_tokens or total_tokens") {
         GenerationResult r;
         r.choices = {choice(0, "x", FinishKind::stop)};
         r.usage.completion_tokens = 3;
         CHECK(encode(completions(), r) ==
               R"({"id":"","object":"text_completion","created":0,"model":"","choices":[)"
-              R"({"index":0,"text":"x","logprobs":null,"finish_reason":"stop"}],)"
-              R"("usage":{"completion_tokens":3}})");
+              R"({"index":0,"text":"x","logprobs":null,"finish_reason":"stop"}]})");
+        r.usage.prompt_tokens = 2;
+        CHECK(encode(completions(), r)
+                  .ends_with(
+                      R"("usage":{"prompt_tokens":2,"completion_tokens":3,"total_tokens":5}})"));
     }
 
     TEST_CASE("per-choice usage is summed when there is no aggregate (prompt once per n)") {
@@ -467,4 +474,27 @@ TEST_SUITE("openai response encode (client)") {
         CHECK(out == R"({"error":{"message":"backend \"down\"","type":"upstream_error",)"
                      R"("param":null,"code":"backend_unavailable"}})");
     }
+}
+
+// Issue 16 item 7: TGI's OpenAI-compatible chat route is translated, not relayed: its tool
+// calls reach an OpenAI chat client as TGI wrote them; a client of another dialect gets a 502.
+TEST_CASE("openai chat: tool_calls carried to an OpenAI chat client, a 502 for others") {
+    constexpr std::string_view body =
+        R"({"object":"chat.completion","id":"","created":1,"model":"m","system_fingerprint":"3.0.0",)"
+        R"("choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"0","type":"function",)"
+        R"("function":{"description":null,"name":"get_weather","arguments":{"location":"Paris"}}}]},)"
+        R"("logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}})";
+    GenerationRequest req;
+    req.dialect = infergate::canonical::Dialect::openai_chat;
+    const GenerationResult r = decode_ok(chat(), body, req);
+    const std::string out = encode(chat(), r, req);
+    CHECK(out.find(R"("message":{"role":"assistant","content":"","tool_calls":[{"id":"0",)"
+                   R"("type":"function","function":{"description":null,"name":"get_weather",)"
+                   R"("arguments":{"location":"Paris"}}}]})") != std::string::npos);
+    GenerationRequest anthropic = req;
+    anthropic.dialect = infergate::canonical::Dialect::anthropic;
+    auto lost = chat().decode_response(body, anthropic);
+    REQUIRE_FALSE(lost.ok());
+    CHECK(lost.error().status == 502);
+    CHECK(lost.error().message.find("tool_calls") != std::string::npos);
 }

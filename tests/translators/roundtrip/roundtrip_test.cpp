@@ -304,6 +304,13 @@ Outcome expected_through(Dialect d, const Outcome& original, Path path) {
                     got = FinishKind::stop;
                 }
                 break;
+            case Dialect::openai_completions:
+            case Dialect::openai_chat:
+                // A whole answer's finish_reason is required: "stop" for an unknown one.
+                if (path == Path::response && k == FinishKind::none) {
+                    got = FinishKind::stop;
+                }
+                break;
             case Dialect::ollama_generate:
             case Dialect::ollama_chat:
             case Dialect::llamacpp:
@@ -369,6 +376,18 @@ Outcome expected_through(Dialect d, const Outcome& original, Path path) {
             break;
         case Dialect::ollama_generate:
         case Dialect::ollama_chat: break;  // never an estimate
+        case Dialect::openai_completions:
+        case Dialect::openai_chat:
+            if (path == Path::stream && !want.completion_tokens && !errored) {
+                want.completion_tokens = estimate;
+            }
+            // OpenAI's usage needs both counts (all three members are required): with one
+            // unknown, the object is left out.
+            if (!want.prompt_tokens || !want.completion_tokens) {
+                want.prompt_tokens.reset();
+                want.completion_tokens.reset();
+            }
+            break;
         default:
             if (path == Path::stream && !want.completion_tokens && !errored) {
                 want.completion_tokens = estimate;

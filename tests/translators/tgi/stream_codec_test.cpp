@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/translators/llamacpp/test_util.hpp"
 #include "tests/translators/tgi/test_util.hpp"
 
 namespace {
@@ -122,12 +123,17 @@ TEST_CASE("tgi decode stream: held text that was not a stop goes out") {
     std::vector<StreamEvent> evs;
     tgi().decode_stream_event(R"({"index":1,"token":{"id":1,"text":"Pa","special":false}})", s,
                               evs);
-    CHECK(evs.empty());
+    // The token is passed on (its id), its text held back.
+    REQUIRE(evs.size() == 1);
+    CHECK(evs[0].text.empty());
+    CHECK(evs[0].token_ids == std::vector<int64_t>{1});
+    evs.clear();
     tgi().decode_stream_event(
         R"({"index":2,"token":{"id":2,"text":"nda","special":false},"generated_text":"Panda","details":{"finish_reason":"length","generated_tokens":2}})",
         s, evs);
     REQUIRE(evs.size() == 2);
     CHECK(evs[0].text == "Panda");
+    CHECK(evs[0].token_ids == std::vector<int64_t>{2});
     CHECK(evs[0].finish->kind == FinishKind::length);
 }
 
@@ -288,4 +294,102 @@ TEST_CASE("tgi round trip: canonical -> TGI stream -> canonical") {
         CHECK(evs[2].usage.completion_tokens == 4);
         CHECK(evs[3].type == StreamEvent::Type::done);
     }
+}
+
+namespace {
+
+struct TgiEvent {
+    int64_t index;
+    int64_t id;
+    std::string text;
+    bool special;
+    bool final;
+};
+
+// The TGI events a client gets for `events` (decoded from some backend).
+std::vector<TgiEvent> tgi_events(const std::vector<StreamEvent>& events, StreamState enc) {
+    std::string out;
+    for (const StreamEvent& ev : events) {
+        tgi().encode_stream_event(ev, enc, out);
+    }
+    tgi().encode_stream_end(enc, out);
+    infergate::framing::SseScanner scanner;
+    std::vector<infergate::framing::SseEvent> sse;
+    scanner.feed(out, sse);
+    std::vector<TgiEvent> got;
+    for (const auto& e : sse) {
+        infergate::json::Document d;
+        REQUIRE(!infergate::json::parse(e.data, d, "event"));
+        const auto& token = d["token"];
+        got.push_back({d["index"].GetInt64(), token["id"].GetInt64(),
+                       std::string(infergate::json::view(token["text"])),
+                       token["special"].GetBool(), !d["generated_text"].IsNull()});
+    }
+    return got;
+}
+
+}  // namespace
+
+// Issue 16 item 4: one event per generated token, the engine's token ids, the last token's event
+// carrying generated_text (TGI router's generate_stream_internal), whatever the backend.
+TEST_CASE("tgi encode stream: TGI backend, one event per token with its id") {
+    StreamState dec;
+    const auto events = decode_all(sse_payloads("generate_stream_eos.sse"), dec);
+    StreamState enc;
+    enc.include_usage = true;
+    const auto got = tgi_events(events, enc);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].index == 1);
+    CHECK(got[0].id == 15043);
+    CHECK(got[0].text == "Hello");
+    CHECK_FALSE(got[0].final);
+    CHECK(got[1].index == 2);
+    CHECK(got[1].id == 2);  // the EOS token, special, ends it
+    CHECK(got[1].special);
+    CHECK(got[1].final);
+}
+
+TEST_CASE("tgi encode stream: llama.cpp backend, exactly n_predict events") {
+    StreamState dec;
+    dec.max_tokens = 4;
+    std::vector<StreamEvent> events;
+    for (const std::string& p :
+         llamacpp_test::sse_payloads("completion_stream_real_c392e509.sse")) {
+        infergate::translators::llamacpp::codec().decode_stream_event(p, dec, events);
+    }
+    StreamState enc;
+    enc.include_usage = true;
+    enc.max_tokens = 4;
+    const auto got = tgi_events(events, enc);
+    REQUIRE(got.size() == 4);
+    const int64_t ids[] = {14747, 6135, 29922, 26428};
+    for (size_t i = 0; i < 4; ++i) {
+        CHECK(got[i].index == static_cast<int64_t>(i) + 1);
+        CHECK(got[i].id == ids[i]);
+        CHECK_FALSE(got[i].special);
+        CHECK(got[i].final == (i == 3));
+    }
+    CHECK(got[3].text == " Diplom");
+}
+
+TEST_CASE("tgi encode stream: llama.cpp EOS, the EOS token's event is the last") {
+    StreamState dec;
+    std::vector<StreamEvent> events;
+    for (
+        const char* p :
+        {R"({"index":0,"content":"Hi","tokens":[5],"stop":false,"id_slot":-1,"tokens_predicted":1,"tokens_evaluated":2})",
+         R"({"index":0,"content":"","tokens":[32000],"stop":false,"id_slot":-1,"tokens_predicted":2,"tokens_evaluated":2})",
+         R"({"index":0,"content":"","tokens":[],"id_slot":0,"stop":true,"model":"m","tokens_predicted":2,"tokens_evaluated":2,"stop_type":"eos","stopping_word":"","timings":{"prompt_n":2}})"}) {
+        infergate::translators::llamacpp::codec().decode_stream_event(p, dec, events);
+    }
+    StreamState enc;
+    enc.include_usage = true;
+    const auto got = tgi_events(events, enc);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].id == 5);
+    CHECK_FALSE(got[0].final);
+    CHECK(got[1].id == 32000);
+    CHECK(got[1].index == 2);
+    CHECK(got[1].special);
+    CHECK(got[1].final);
 }
