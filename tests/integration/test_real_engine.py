@@ -47,14 +47,8 @@ CONTEXT_ERROR = "exceeds the available context size"
 # Fronts whose dialect can ask for a logit bias (llama.cpp's [[id, bias]], the others' {id: bias}).
 EOS_FRONTS = {"sglang", "openai_completions", "openai_chat", "vllm_legacy", "llamacpp"}
 
-ITEM1 = ("issue 16 item 1: the budget goes upstream as max_completion_tokens, which this "
-         "llama-server does not read; the engine runs to 4,079 tokens")
-ITEM2_LOGIT_BIAS = ("issue 16 item 2: logit_bias is dropped on the way to llama.cpp (it needs its "
-                    "[[id, bias]] form), so EOS is never forced")
 ITEM4_ANTHROPIC_STOP = ("issue 16 item 4: a matched stop sequence gives stop_reason end_turn and "
                         "stop_sequence null")
-ITEM2_OLLAMA_OPTIONS = ("issue 16 item 2: Ollama's repeat_last_n never reaches llama.cpp, and "
-                        "repeat_penalty reaches its chat route as repetition_penalty (ignored)")
 
 def failing(reason: str):
     """expectedFailure, with the reason in the test's description."""
@@ -110,14 +104,7 @@ FRONT = {f.name: f for f in FRONTS}
 
 # (cell, front) -> why it fails today. A cell is "<aspect>_<whole|stream>" or an aspect alone.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    **{(f"length_{m}", f): ITEM1 for f in ("ollama_generate", "ollama_chat", "anthropic")
-       for m in ("whole", "stream")},
-    **{(f"eos_{m}", f): ITEM2_LOGIT_BIAS
-       for f in ("sglang", "openai_completions", "openai_chat", "vllm_legacy")
-       for m in ("whole", "stream")},
     **{(f"stop_{m}", "anthropic"): ITEM4_ANTHROPIC_STOP for m in ("whole", "stream")},
-    **{("params", f): ITEM2_OLLAMA_OPTIONS
-       for f in ("ollama_generate", "ollama_raw", "ollama_chat")},
 }
 
 
@@ -408,7 +395,6 @@ class TestRealEngineMatrix(_RealEngine):
 
     # ---- single cells ------------------------------------------------------------------------
 
-    @failing(ITEM1)
     def test_budget_max_completion_tokens_openai_chat(self):
         """An OpenAI chat client that itself sends max_completion_tokens (the newer name)."""
         front = FRONT["openai_chat"]

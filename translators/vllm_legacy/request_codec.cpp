@@ -18,9 +18,23 @@ namespace {
 
 // vLLM SamplingParams keys this codec understands, beyond prompt and stream.
 constexpr std::string_view kKnownKeys[] = {
-    "n", "max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
-    "stop_token_ids", "ignore_eos", "presence_penalty", "frequency_penalty",
-    "repetition_penalty", "min_tokens", "skip_special_tokens", "include_stop_str_in_output",
+    "n",
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "seed",
+    "stop",
+    "stop_token_ids",
+    "ignore_eos",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "min_tokens",
+    "skip_special_tokens",
+    "include_stop_str_in_output",
+    "logit_bias",
 };
 
 bool is_known_key(std::string_view k) {
@@ -54,6 +68,36 @@ std::optional<Error> read_stop(const json::Value& body, std::vector<std::string>
                                           "stop");
         }
         out.emplace_back(json::view(s));
+    }
+    return std::nullopt;
+}
+
+// logit_bias: {"<token id>": bias}, as vLLM's OpenAI server reads it. The demo server itself
+// cannot take it (the encoder says why); other backends can.
+std::optional<Error> read_logit_bias(const json::Value& body, SamplingParams& sp) {
+    const json::Value* v = json::find(body, "logit_bias");
+    if (v == nullptr || v->IsNull()) {
+        return std::nullopt;
+    }
+    if (!v->IsObject()) {
+        return canonical::bad_request(
+            "'logit_bias' must be an object that maps token ids to biases, not " +
+                std::string(json::type_name(*v)),
+            "logit_bias");
+    }
+    std::vector<std::pair<std::string, double>> members;
+    for (const auto& m : v->GetObject()) {
+        if (!m.value.IsNumber()) {
+            return canonical::bad_request(
+                "'logit_bias' values must be numbers; it contains " + json::to_string(m.value),
+                "logit_bias");
+        }
+        members.emplace_back(std::string(json::view(m.name)), m.value.GetDouble());
+    }
+    if (auto bad = canonical::logit_bias_from_object(members, sp.logit_bias)) {
+        return canonical::bad_request(
+            "'logit_bias' keys must be token ids (decimal integers), not \"" + *bad + "\"",
+            "logit_bias");
     }
     return std::nullopt;
 }
@@ -109,6 +153,9 @@ std::optional<Error> read_sampling(const json::Value& body, SamplingParams& sp) 
         return err;
     }
     if (auto e = read_stop(body, sp.stop)) {
+        return e;
+    }
+    if (auto e = read_logit_bias(body, sp)) {
         return e;
     }
     return read_stop_token_ids(body, sp.stop_token_ids);
@@ -172,9 +219,8 @@ Result<GenerationRequest> VllmLegacyCodec::decode_request(std::string_view body)
             {"use_beam_search", "false"}, {"best_of", "1"},
             {"length_penalty", "1|1.0"},  {"early_stopping", "false"},
             {"detokenize", "true"},       {"spaces_between_special_tokens", "true"},
-            {"bad_words", "[]"},          {"logit_bias", "{}"},
-            {"output_kind", "*"},         {"flat_logprobs", "*"},
-            {"extra_args", "{}"}};
+            {"bad_words", "[]"},          {"output_kind", "*"},
+            {"flat_logprobs", "*"},       {"extra_args", "{}"}};
         std::string value = json::to_string(m.value);
         const bool inert = canonical::is_inert(k, value, kInert);
         req.extras.push_back(Extra{std::string(k), std::move(value), inert});
@@ -225,7 +271,8 @@ std::optional<Error> refuse(const GenerationRequest& req) {
     static constexpr std::string_view kBackend = "vLLM's demo server (/generate)";
     if (!sp.logit_bias.empty()) {
         // It builds SamplingParams(**body), whose logit_bias needs integer keys, which JSON
-        // cannot write (vLLM's OpenAI server converts them; the demo server does not).
+        // cannot write (vLLM's OpenAI server converts them; the demo server does not, and fails
+        // with a 500 even for its own clients; releases before V1 have no logit_bias at all).
         return canonical::unsupported_setting(req.dialect, "logit_bias", kBackend,
                                               "use `vllm serve` (its OpenAI API takes it)");
     }
