@@ -172,9 +172,20 @@ struct GenerationRequest {
 
     std::vector<std::string> request_ids;  // SGLang rid (one, or one per batch item)
 
-    // Logprobs: kept for same-family pass-through.
-    std::optional<bool> return_logprob;   // SGLang return_logprob / OpenAI chat logprobs
-    std::optional<int64_t> top_logprobs;  // SGLang top_logprobs_num / OpenAI top_logprobs / completions logprobs
+    // Log probabilities (docs/dialects.md, "Log probabilities"). `return_logprob`: the client
+    // wants each generated token's logprob (SGLang return_logprob, OpenAI chat logprobs, an
+    // OpenAI completions logprobs of any number, TGI details, llama.cpp n_probs > 0, Ollama
+    // logprobs); `top_logprobs`: how many most likely alternatives per token (0: none).
+    std::optional<bool> return_logprob;
+    std::optional<int64_t> top_logprobs;
+    // The prompt's tokens too, from this index on (SGLang logprob_start_len >= 0; 0 for an
+    // OpenAI echo with logprobs and for TGI decoder_input_details); nullopt: generated only.
+    std::optional<int64_t> prompt_logprob_start;
+    // Output-shape choices of one dialect, set by its decoder and read by its encoder only:
+    // SGLang return_text_in_logprobs (token text in its triples, else null), llama.cpp
+    // post_sampling_probs (probabilities `prob`/`top_probs` instead of logprobs).
+    bool logprob_text = false;
+    bool post_sampling_probs = false;
 
     std::vector<Extra> extras;           // unknown top-level keys
     std::vector<Extra> sampling_extras;  // unknown keys inside SGLang sampling_params
@@ -280,6 +291,30 @@ struct Usage {
     bool operator==(const Usage&) const = default;
 };
 
+// One token with its log probability, as an engine reports it. `token` is its text as the
+// engine wrote it (engines cut a partial UTF-8 sequence off, or replace it); `bytes` its raw
+// bytes when the engine sent them (llama.cpp, OpenAI chat, Ollama), which may be a partial UTF-8
+// sequence. `logprob` is absent for the first prompt token (nothing predicts it); `prob` is set
+// instead of it by llama.cpp's post_sampling_probs, which reports probabilities.
+struct TokenAlternative {
+    std::string token;
+    std::optional<int64_t> id;
+    std::optional<std::string> bytes;
+    std::optional<double> logprob;
+    std::optional<double> prob;
+    std::optional<bool> special;  // TGI: a special token (EOS, ...)
+
+    bool operator==(const TokenAlternative&) const = default;
+};
+
+// A generated or prompt token: the chosen one, and the most likely alternatives at its position
+// (most likely first; whether the chosen token is among them is the engine's affair).
+struct TokenLogprob : TokenAlternative {
+    std::vector<TokenAlternative> top;
+
+    bool operator==(const TokenLogprob&) const = default;
+};
+
 struct Choice {
     int index = 0;
     std::string text;  // generated text only (never the prompt)
@@ -287,7 +322,11 @@ struct Choice {
     Usage usage;  // per choice where the dialect reports it (SGLang meta_info)
     std::string id;
     std::vector<int64_t> token_ids;  // the generated tokens' ids, when the backend sent them
-    Carried carried;                 // for a client of the backend's own dialect only
+    // One entry per generated token when logprobs were asked and the backend gave them; the
+    // prompt's entries (from GenerationRequest::prompt_logprob_start) for a prompt request.
+    std::vector<TokenLogprob> logprobs;
+    std::vector<TokenLogprob> prompt_logprobs;
+    Carried carried;  // for a client of the backend's own dialect only
 };
 
 // Wall-clock facts of one request as the proxy measured them (codecs are pure and cannot
@@ -335,6 +374,10 @@ struct StreamEvent {
     // SGLang `output_ids`, vLLM `token_ids`, TGI `token.id`). A chunk may carry a token whose
     // text is empty (EOS, a held-back stop-string prefix): it is still a token.
     std::vector<int64_t> token_ids;
+    // The log probabilities of the tokens this chunk carries, and, once (on the choice's first
+    // chunk), the prompt's (see Choice).
+    std::vector<TokenLogprob> logprobs;
+    std::vector<TokenLogprob> prompt_logprobs;
     Carried carried;  // for a client of the backend's own dialect only
 };
 

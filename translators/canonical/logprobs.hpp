@@ -1,0 +1,68 @@
+#pragma once
+// Log probabilities across dialects: the request questions every codec asks, and the one JSON
+// shape four dialects share for a token entry ({token, logprob, bytes, top_logprobs}: OpenAI
+// chat, llama.cpp's /completion and chat route, Ollama). docs/dialects.md, "Log probabilities".
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "translators/canonical/json.hpp"
+#include "translators/canonical/types.hpp"
+
+namespace infergate::canonical {
+
+// The client wants the generated tokens' log probabilities.
+inline bool wants_logprobs(const GenerationRequest& req) {
+    return req.return_logprob.value_or(false) || req.top_logprobs.value_or(0) > 0;
+}
+// The client wants the prompt's too (an echo with logprobs, SGLang logprob_start_len >= 0, TGI
+// decoder_input_details).
+inline bool wants_prompt_logprobs(const GenerationRequest& req) {
+    return req.prompt_logprob_start.has_value();
+}
+// How many alternatives per token the client asked for (0 when none).
+inline size_t top_count(const GenerationRequest& req) {
+    return static_cast<size_t>(std::max<int64_t>(0, req.top_logprobs.value_or(0)));
+}
+
+// What Python's len() gives for `s`: its code points (the unit of OpenAI's text_offset). Bytes
+// that are not UTF-8 count one each.
+size_t code_points(std::string_view s);
+
+// A logprob as JSON can carry it: -inf (a banned token) becomes -9999.0, as vLLM writes it
+// (JSON has no infinities; RapidJSON would refuse to write one).
+double finite_logprob(double logprob);
+
+// The 400 for a client that asked for log probabilities a backend cannot give: `what` names the
+// client's parameter as it wrote it ("logprobs", "echo", "parameters.decoder_input_details").
+Error no_logprobs(std::string_view what, std::string_view backend, std::string_view instead);
+
+}  // namespace infergate::canonical
+
+namespace infergate::json {
+
+// How a dialect writes the {token, logprob, bytes, top_logprobs} entry.
+struct TokenEntryStyle {
+    bool id = false;          // llama.cpp: "id" first
+    bool omit_empty = false;  // Ollama (omitempty): no "bytes" or "top_logprobs" when empty
+    bool top = true;          // write the alternatives list at all (OpenAI chat: always)
+    bool probs = false;       // llama.cpp post_sampling_probs: "prob" / "top_probs"
+};
+
+// Writes one entry (and its alternatives, at most `max_top`). `bytes` are the token's raw bytes
+// when the engine sent them, else its text's.
+void write_token_entry(Writer& w, const canonical::TokenLogprob& t, const TokenEntryStyle& style,
+                       size_t max_top);
+void write_token_entries(Writer& w, const std::vector<canonical::TokenLogprob>& entries,
+                         const TokenEntryStyle& style, size_t max_top);
+
+// Reads an array of such entries at `path` (any of the four dialects' spellings: with or without
+// "id", "bytes" absent or null, "logprob" or llama.cpp's "prob", "top_logprobs" or "top_probs").
+// An error names what is wrong, for an upstream_error.
+std::optional<std::string> read_token_entries(const Value& list, std::string_view path,
+                                              std::vector<canonical::TokenLogprob>& out);
+
+}  // namespace infergate::json
