@@ -18,6 +18,10 @@ namespace infergate::canonical {
 inline bool wants_logprobs(const GenerationRequest& req) {
     return req.return_logprob.value_or(false) || req.top_logprobs.value_or(0) > 0;
 }
+// Ask the backend for them: wanted, or welcome where the backend has them (TGI's details).
+inline bool ask_logprobs(const GenerationRequest& req) {
+    return wants_logprobs(req) || req.logprobs_if_available;
+}
 // The client wants the prompt's too (an echo with logprobs, SGLang logprob_start_len >= 0, TGI
 // decoder_input_details).
 inline bool wants_prompt_logprobs(const GenerationRequest& req) {

@@ -186,6 +186,10 @@ struct GenerationRequest {
     // post_sampling_probs (probabilities `prob`/`top_probs` instead of logprobs).
     bool logprob_text = false;
     bool post_sampling_probs = false;
+    // TGI's `details`: its answer carries each token's logprob, null where unknown. Backends
+    // that can report them are asked; the others are not refused for it (wants_logprobs is
+    // false unless the client asked for more: top_n_tokens, decoder_input_details).
+    bool logprobs_if_available = false;
 
     std::vector<Extra> extras;           // unknown top-level keys
     std::vector<Extra> sampling_extras;  // unknown keys inside SGLang sampling_params
