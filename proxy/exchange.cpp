@@ -8,6 +8,7 @@
 #include "proxy/upstream_pool.hpp"
 #include "proxy/worker.hpp"
 #include "translators/canonical/json.hpp"
+#include "translators/canonical/logprobs.hpp"
 #include "translators/canonical/stop_trim.hpp"
 #include "translators/classify.hpp"
 #include "translators/framing/framing.hpp"
@@ -271,6 +272,7 @@ canonical::StreamState Exchange::client_stream_state(const translators::Codec& f
     enc.continuous_usage = req.continuous_usage;
     enc.max_tokens = req.sampling.max_tokens;
     enc.request_ids = req.request_ids;
+    canonical::set_logprob_request(enc, req);
     if (front.dialect() == canonical::Dialect::vllm_legacy && !req.prompts.empty()) {
         translators::vllm_legacy::set_stream_prompt(enc, req.prompts.front().text);
     }
@@ -407,6 +409,10 @@ void apply_to_result(const canonical::StreamEvent& ev, canonical::GenerationResu
     }
     canonical::Choice& c = result.choices[static_cast<size_t>(ev.index)];
     c.text += ev.text;
+    c.token_ids.insert(c.token_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
+    c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+    c.prompt_logprobs.insert(c.prompt_logprobs.end(), ev.prompt_logprobs.begin(),
+                             ev.prompt_logprobs.end());
     if (ev.finish) {
         c.finish = *ev.finish;
     }
@@ -568,6 +574,7 @@ Task<bool> Exchange::relay_whole(const translators::Codec& front, const translat
     std::vector<canonical::StreamEvent> decoded;
     canonical::StreamState state;
     state.n = req.sampling.n;
+    canonical::set_logprob_request(state, req);
     canonical::GenerationResult result;
     bool done = false;
     for (;;) {
@@ -731,6 +738,7 @@ Task<bool> Exchange::relay_stream(const translators::Codec& front, const transla
 
     canonical::StreamState dec;
     dec.n = req.sampling.n;
+    canonical::set_logprob_request(dec, req);
     if (!same_dialect) {
         // What only a client of the backend's dialect takes is kept for it (the fast path relays
         // the bytes themselves).

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "translators/anthropic/codec_impl.hpp"
+#include "translators/canonical/logprobs.hpp"
 
 namespace infergate::translators::anthropic {
 
@@ -240,7 +241,6 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
         {s.ignore_eos.value_or(false), "ignore_eos"},
         {s.keep_stop_str.value_or(false), "include_stop_str_in_output"},
         {!s.stop_token_ids.empty(), "stop_token_ids"},
-        {req.return_logprob.value_or(false), "logprobs"},
         {!s.logit_bias.empty(), "logit_bias"},
         {s.typical_p.value_or(1) != 1, "typical_p"},
         {s.repeat_last_n && canonical::penalties_active(s), "repeat_last_n"},
@@ -251,6 +251,9 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
             return canonical::unsupported_setting(req.dialect, u.param,
                                                   "the Anthropic Messages API", "remove it");
         }
+    }
+    if (auto err = canonical::refuse_logprobs(req, "the Anthropic Messages API", {})) {
+        return std::move(*err);
     }
     if (req.dialect != Dialect::anthropic) {
         if (auto err = canonical::refuse_foreign_extras(req, "the Anthropic Messages API")) {

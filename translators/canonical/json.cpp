@@ -81,8 +81,11 @@ std::optional<canonical::Error> parse(std::string_view body, Document& doc, std:
     }
     // Recursive parsing (faster than the iterative parser) is safe: the depth is bounded above.
     // In situ, on the document's own copy: strings are unescaped in place, not copied.
+    // Full precision: a number read and written again keeps its exact value (an engine's
+    // logprob of 17 significant digits would otherwise move by one unit in the last place).
     rapidjson::InsituStringStream in(doc.copy_text(body));
-    doc.ParseStream<rapidjson::kParseInsituFlag | rapidjson::kParseStopWhenDoneFlag>(in);
+    doc.ParseStream<rapidjson::kParseInsituFlag | rapidjson::kParseStopWhenDoneFlag |
+                    rapidjson::kParseFullPrecisionFlag>(in);
     if (doc.HasParseError()) {
         if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
             return canonical::bad_request("malformed JSON in " + std::string(what) +

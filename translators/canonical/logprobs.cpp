@@ -42,6 +42,48 @@ Error no_logprobs(std::string_view what, std::string_view backend, std::string_v
     return e;
 }
 
+std::string prompt_logprob_param(Dialect client) {
+    switch (client) {
+        case Dialect::sglang:
+            return "logprob_start_len";
+        case Dialect::tgi:
+            return "parameters.decoder_input_details";
+        default:
+            break;
+    }
+    return "echo";
+}
+
+std::optional<Error> refuse_logprobs(const GenerationRequest& req, std::string_view backend,
+                                     LogprobSupport support) {
+    if (wants_logprobs(req) && !support.generated) {
+        return no_logprobs(client_param(req.dialect, "logprobs"), backend,
+                           "leave it out, or use a backend that reports them (vLLM or another "
+                           "OpenAI-compatible server, SGLang, TGI, llama.cpp, Ollama)");
+    }
+    if (wants_prompt_logprobs(req) && !support.prompt) {
+        const std::string param = prompt_logprob_param(req.dialect);
+        return bad_request("'" + param + "' asks for the prompt's log probabilities, which " +
+                               std::string(backend) +
+                               " does not report; leave it out, or use a backend that does "
+                               "(vLLM or another server with OpenAI's echo, SGLang, TGI)",
+                           param);
+    }
+    if (req.echo && !wants_prompt_logprobs(req)) {
+        for (const Prompt& p : req.prompts) {
+            if (p.is_tokens) {
+                return bad_request("'echo' of a token-id prompt needs its text, which " +
+                                       std::string(backend) +
+                                       " does not give back; send the prompt as text, or ask "
+                                       "for logprobs too from a backend that reports the "
+                                       "prompt's (vLLM, SGLang)",
+                                   "echo");
+            }
+        }
+    }
+    return std::nullopt;
+}
+
 }  // namespace infergate::canonical
 
 namespace infergate::json {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "translators/canonical/json.hpp"
+#include "translators/canonical/stream_state.hpp"
 #include "translators/canonical/types.hpp"
 
 namespace infergate::canonical {
@@ -32,6 +33,18 @@ inline size_t top_count(const GenerationRequest& req) {
     return static_cast<size_t>(std::max<int64_t>(0, req.top_logprobs.value_or(0)));
 }
 
+// Copies the request's log-probability settings into a stream state (the exchange does it for
+// the upstream decoder's state and the client encoder's).
+inline void set_logprob_request(StreamState& s, const GenerationRequest& req) {
+    s.logprobs = wants_logprobs(req);
+    s.logprobs_if_available = req.logprobs_if_available;
+    s.top_logprobs = top_count(req);
+    s.prompt_logprob_start = req.prompt_logprob_start;
+    s.logprob_text = req.logprob_text;
+    s.post_sampling_probs = req.post_sampling_probs;
+    s.echo = req.echo;
+}
+
 // What Python's len() gives for `s`: its code points (the unit of OpenAI's text_offset). Bytes
 // that are not UTF-8 count one each.
 size_t code_points(std::string_view s);
@@ -43,6 +56,21 @@ double finite_logprob(double logprob);
 // The 400 for a client that asked for log probabilities a backend cannot give: `what` names the
 // client's parameter as it wrote it ("logprobs", "echo", "parameters.decoder_input_details").
 Error no_logprobs(std::string_view what, std::string_view backend, std::string_view instead);
+
+// Where a client of `client` asked for the prompt's log probabilities: "echo" (with logprobs)
+// for OpenAI, "logprob_start_len" for SGLang, "parameters.decoder_input_details" for TGI.
+std::string prompt_logprob_param(Dialect client);
+
+// What a backend can give, for refuse_logprobs.
+struct LogprobSupport {
+    bool generated = false;  // each generated token's logprob and alternatives
+    bool prompt = false;     // the prompt tokens' (SGLang, vLLM's echo, TGI's prefill)
+};
+// The 400 for a request that wants log probabilities (or an echo of a token-id prompt, whose
+// text only prompt entries can give) that `backend` cannot report; nullopt when it can. Every
+// backend encoder calls it, so a request is never answered without what it asked for.
+std::optional<Error> refuse_logprobs(const GenerationRequest& req, std::string_view backend,
+                                     LogprobSupport support);
 
 }  // namespace infergate::canonical
 

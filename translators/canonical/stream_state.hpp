@@ -23,6 +23,12 @@ struct ChoiceState {
     bool finished = false;             // a finish reason went out (never send two)
     std::optional<FinishReason> held_finish;  // finish held back until exact counts arrive
     std::string id;                    // per-choice id (SGLang meta_info.id)
+    // Log probabilities: entries seen so far (cumulative decoders emit only the new ones) and
+    // written so far (text_offset and cumulative encoders), prompt entries included.
+    size_t logprobs_seen = 0;
+    size_t logprobs_sent = 0;
+    size_t text_offset = 0;  // OpenAI completions: code points written so far, echo included
+    bool prompt_logprobs_done = false;
     // TGI: the last token event, held back while it may turn out to be the last one (which
     // carries generated_text): its index and id; its text is text[sent..].
     std::optional<int64_t> held_token_index;
@@ -45,6 +51,16 @@ struct StreamState {
     std::optional<int64_t> max_tokens;
     std::vector<std::string> request_ids;  // SGLang rids
     std::string prompt;  // the prompt text, for dialects whose wire echoes it (vLLM legacy)
+    // The request's log-probability settings (GenerationRequest's, copied by
+    // canonical::set_logprob_request on both states): what a client encoder writes, and what a
+    // decoder was asked for (an echo it must strip, prompt entries to expect).
+    bool logprobs = false;  // wants_logprobs
+    bool logprobs_if_available = false;
+    size_t top_logprobs = 0;  // top_count
+    std::optional<int64_t> prompt_logprob_start;
+    bool logprob_text = false;
+    bool post_sampling_probs = false;
+    bool echo = false;
     // Stop strings the upstream trims. A cumulative decoder holds back a tail that may still
     // turn out to be the start of one, because text sent as a delta can never be taken back.
     std::vector<std::string> stop;

@@ -183,6 +183,11 @@ std::string client_param(Dialect client, std::string_view name) {
         {Dialect::sglang, "logprobs", "return_logprob"},
         {Dialect::tgi, "max_tokens", "parameters.max_new_tokens"},
         {Dialect::tgi, "include_stop_str_in_output", "parameters.stop"},
+        {Dialect::tgi, "logprobs", "parameters.top_n_tokens"},
+        {Dialect::tgi, "top_logprobs", "parameters.top_n_tokens"},
+        {Dialect::sglang, "top_logprobs", "top_logprobs_num"},
+        {Dialect::openai_completions, "top_logprobs", "logprobs"},
+        {Dialect::llamacpp, "top_logprobs", "n_probs"},
         {Dialect::ollama_generate, "max_tokens", "options.num_predict"},
         {Dialect::ollama_generate, "repetition_penalty", "options.repeat_penalty"},
         {Dialect::ollama_generate, "logprobs", "logprobs"},
@@ -199,7 +204,8 @@ std::string client_param(Dialect client, std::string_view name) {
             return std::string(s.path);
         }
     }
-    std::string path(name == "logprobs" ? std::string_view() : sampling_prefix(client));
+    std::string path(name == "logprobs" || name == "top_logprobs" ? std::string_view()
+                                                                  : sampling_prefix(client));
     path.append(name);
     return path;
 }

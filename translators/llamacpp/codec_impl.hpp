@@ -75,6 +75,15 @@ std::optional<std::string> read_tokens(const json::Value& obj, std::vector<int64
 // Writes `"tokens": [ids...]`.
 void write_tokens(json::Writer& w, const std::vector<int64_t>& ids);
 
+// `completion_probabilities` (one entry per token: id, token, bytes, logprob or prob,
+// top_logprobs or top_probs) into `out`. Returns a message when malformed.
+std::optional<std::string> read_probs(const json::Value& obj,
+                                      std::vector<canonical::TokenLogprob>& out);
+// Writes `"completion_probabilities": [...]` as llama-server c392e509 does (probs_vector_to_json:
+// probabilities with post_sampling_probs), at most `top` alternatives per token.
+void write_probs(json::Writer& w, const std::vector<canonical::TokenLogprob>& entries,
+                 bool post_sampling_probs, size_t top);
+
 // The members of a result object that only a llama.cpp client can take (id_slot,
 // generation_settings, prompt, has_new_line, truncated, tokens_cached, timings, ...): every
 // member the canonical model does not read.

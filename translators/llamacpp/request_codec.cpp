@@ -5,6 +5,7 @@
 #include <array>
 
 #include "translators/canonical/json.hpp"
+#include "translators/canonical/logprobs.hpp"
 #include "translators/llamacpp/codec.hpp"
 #include "translators/llamacpp/codec_impl.hpp"
 
@@ -241,8 +242,14 @@ OptErr read_sampling(const json::Value& doc, GenerationRequest& req) {
         n_probs = json::get_int(doc, "logprobs", "logprobs", err, 0);
     }
     if (n_probs && *n_probs > 0) {
+        // llama.cpp reports the chosen token and the n_probs most likely ones at each step.
+        req.return_logprob = true;
         req.top_logprobs = n_probs;
     }
+    // Probabilities after the sampler chain instead of logprobs: a llama.cpp backend is sent
+    // the key itself (an extra), any other refuses it (it is not inert unless false).
+    req.post_sampling_probs =
+        json::get_bool(doc, "post_sampling_probs", "post_sampling_probs", err).value_or(false);
     std::optional<int64_t> n = json::get_int(doc, "n_cmpl", "n_cmpl", err, 1, 1024);
     if (!err && !n) {
         n = json::get_int(doc, "n", "n", err, 1, 1024);
@@ -306,15 +313,15 @@ OptErr refuse(const GenerationRequest& req) {
                 "sampling_params");
         }
     }
-    if (req.echo) {
-        return canonical::bad_request(
-            "echo is not supported by a llama.cpp /completion backend; send echo = false",
-            "echo");
-    }
     if (req.prompts.empty()) {
         return canonical::bad_request("the request has no prompt", "prompt");
     }
     static constexpr std::string_view kBackend = "a llama.cpp backend";
+    // Generated tokens' logprobs only (n_probs): this engine has no prompt logprobs. An echo
+    // without them is the client encoder's own (it has the prompt's text).
+    if (auto e = canonical::refuse_logprobs(req, kBackend, {.generated = true, .prompt = false})) {
+        return e;
+    }
     const auto unsupported = [&req](std::string_view param, std::string_view instead) {
         return canonical::unsupported_setting(req.dialect, param, kBackend, instead);
     };
@@ -461,8 +468,13 @@ Result<std::string> LlamacppCodec::encode_request(const GenerationRequest& req,
         }
         w.EndArray();
     }
-    if (req.top_logprobs && *req.top_logprobs > 0) {
-        write_int(w, "n_probs", req.top_logprobs);
+    if (canonical::wants_logprobs(req)) {
+        // n_probs is both the switch and the number of alternatives: at least 1 to get the
+        // chosen token's logprob; the client encoder writes no more alternatives than asked.
+        // (TGI's details only welcome logprobs: not asked here, as llama-server sorts the whole
+        // vocabulary for every token it reports; its TGI clients get null logprobs.)
+        wire::key(w, "n_probs");
+        w.Int64(std::max<int64_t>(1, req.top_logprobs.value_or(0)));
     }
     wire::key(w, "stream");
     w.Bool(options.stream);

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "translators/canonical/json.hpp"
+#include "translators/canonical/logprobs.hpp"
 #include "translators/llamacpp/codec_impl.hpp"
 
 namespace infergate::translators::llamacpp {
@@ -42,7 +43,7 @@ std::string_view error_type(const Error& e) {
 // through; other backends' answers have no such values, and llama.cpp clients need none of them,
 // so they are left out rather than made up.
 void write_result(json::Writer& w, const Choice& c, const Usage& u, std::string_view model,
-                  const canonical::Timing& timing) {
+                  const canonical::Timing& timing, const GenerationRequest& req) {
     const canonical::Carried* carried = wire::own(c.carried);
     w.StartObject();
     wire::key(w, "index");
@@ -73,6 +74,10 @@ void write_result(json::Writer& w, const Choice& c, const Usage& u, std::string_
     }
     if (carried == nullptr || carried->find("timings") == nullptr) {
         wire::write_timings(w, u.cached_tokens, u.prompt_tokens, u.completion_tokens, timing);
+    }
+    // Last, and only when there are entries (llama-server leaves the key out otherwise).
+    if (canonical::wants_logprobs(req) && !c.logprobs.empty()) {
+        wire::write_probs(w, c.logprobs, req.post_sampling_probs, canonical::top_count(req));
     }
     w.EndObject();
 }
@@ -109,6 +114,9 @@ std::optional<std::string> read_result(const json::Value& obj, const GenerationR
         return e;
     }
     if (auto e = wire::read_tokens(obj, c.token_ids)) {
+        return e;
+    }
+    if (auto e = wire::read_probs(obj, c.logprobs)) {
         return e;
     }
     if (req.dialect == Dialect::llamacpp) {
@@ -276,11 +284,26 @@ void write_tokens(json::Writer& w, const std::vector<int64_t>& ids) {
 
 void carry(const json::Value& obj, canonical::Carried& out) {
     out.from = Dialect::llamacpp;
-    json::collect_unknown(
-        obj,
-        {"index", "content", "tokens", "stop", "model", "tokens_predicted", "tokens_evaluated",
-         "stop_type", "stopping_word", "stopped_eos", "stopped_word", "stopped_limit"},
-        out.members);
+    json::collect_unknown(obj,
+                          {"index", "content", "tokens", "stop", "model", "tokens_predicted",
+                           "tokens_evaluated", "stop_type", "stopping_word", "stopped_eos",
+                           "stopped_word", "stopped_limit", "completion_probabilities"},
+                          out.members);
+}
+
+std::optional<std::string> read_probs(const json::Value& obj,
+                                      std::vector<canonical::TokenLogprob>& out) {
+    const json::Value* p = json::find(obj, "completion_probabilities");
+    if (p == nullptr || p->IsNull()) {
+        return std::nullopt;
+    }
+    return json::read_token_entries(*p, "completion_probabilities", out);
+}
+
+void write_probs(json::Writer& w, const std::vector<canonical::TokenLogprob>& entries,
+                 bool post_sampling_probs, size_t top) {
+    key(w, "completion_probabilities");
+    json::write_token_entries(w, entries, {.id = true, .probs = post_sampling_probs}, top);
 }
 
 const canonical::Carried* own(const canonical::Carried& carried) {
@@ -334,13 +357,13 @@ void LlamacppCodec::encode_response(const GenerationResult& result, const Genera
                 u.completion_tokens ? u.completion_tokens : result.usage.completion_tokens;
             u.cached_tokens = u.cached_tokens ? u.cached_tokens : result.usage.cached_tokens;
         }
-        write_result(w, c, u, result.model, result.timing);
+        write_result(w, c, u, result.model, result.timing, req);
         if (!as_list) {
             break;
         }
     }
     if (result.choices.empty()) {
-        write_result(w, Choice{}, result.usage, result.model, result.timing);
+        write_result(w, Choice{}, result.usage, result.model, result.timing, req);
     }
     if (as_list) {
         w.EndArray();

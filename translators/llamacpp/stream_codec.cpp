@@ -35,7 +35,8 @@ void write_counts(json::Writer& w, const ChoiceState& c, bool final_event) {
 
 // A partial event: its text and, as llama.cpp streams them, the ids of its tokens (left out
 // when the backend sent none). A llama.cpp backend's own members (id_slot) are carried.
-void write_partial(size_t i, const ChoiceState& c, const StreamEvent& event, std::string& out) {
+void write_partial(size_t i, const ChoiceState& c, const StreamEvent& event, const StreamState& s,
+                   std::string& out) {
     framing::begin_sse_data(out);
     {
         json::StringOut os{&out};
@@ -54,6 +55,9 @@ void write_partial(size_t i, const ChoiceState& c, const StreamEvent& event, std
             json::write_carried(w, carried->members);
         }
         write_counts(w, c, false);
+        if (s.logprobs && !event.logprobs.empty()) {
+            wire::write_probs(w, event.logprobs, s.post_sampling_probs, s.top_logprobs);
+        }
         w.EndObject();
     }
     framing::end_sse_data(out);
@@ -133,8 +137,8 @@ void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
     // llama.cpp streams every token, one whose text is empty (EOS, a stop string held back)
     // included; without ids, an empty chunk is no token.
     const bool finishing = event.finish && event.finish->kind != FinishKind::none;
-    if (!event.text.empty() || !event.token_ids.empty()) {
-        write_partial(i, c, event, out);
+    if (!event.text.empty() || !event.token_ids.empty() || !event.logprobs.empty()) {
+        write_partial(i, c, event, s, out);
     }
     if (finishing) {
         if (c.tokens_exact) {
@@ -301,6 +305,10 @@ void LlamacppCodec::decode_stream_event(std::string_view data, StreamState& stat
         return;
     }
     if (auto e = wire::read_tokens(doc, ev.token_ids)) {
+        out.push_back(error_event(wire::upstream_error(*e)));
+        return;
+    }
+    if (auto e = wire::read_probs(doc, ev.logprobs)) {
         out.push_back(error_event(wire::upstream_error(*e)));
         return;
     }

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "translators/canonical/logprobs.hpp"
 #include "translators/ollama/impl.hpp"
 
 namespace infergate::translators::ollama {
@@ -169,13 +170,36 @@ void write_head(json::Writer& w, std::string_view model, int64_t created_s, cons
     json::string(w, format_created_at(timing.created_unix_ns.value_or(created_s * 1'000'000'000)));
 }
 
+void write_logprobs(json::Writer& w, const LogprobsOut& lp) {
+    if (lp.entries == nullptr || lp.entries->empty()) {
+        return;
+    }
+    json::key(w, "logprobs");
+    json::write_token_entries(w, *lp.entries, {.omit_empty = true}, lp.top);
+}
+
+std::optional<canonical::Error> read_logprobs(const json::Value& doc,
+                                              std::vector<canonical::TokenLogprob>& out) {
+    const json::Value* lp = json::find(doc, "logprobs");
+    if (lp == nullptr || lp->IsNull()) {
+        return std::nullopt;
+    }
+    if (auto e = json::read_token_entries(*lp, "logprobs", out)) {
+        return upstream_error("the backend sent malformed log probabilities: " + *e);
+    }
+    return std::nullopt;
+}
+
 void write_tail(json::Writer& w, canonical::FinishKind finish, const canonical::Usage& usage,
-                const Timing& timing) {
+                const Timing& timing, Api api, const LogprobsOut& lp) {
     json::key(w, "done");
     w.Bool(true);
     if (const std::string_view reason = done_reason_name(finish); !reason.empty()) {
         json::key(w, "done_reason");
         json::string(w, reason);
+    }
+    if (api == Api::chat) {
+        write_logprobs(w, lp);
     }
     // Ollama's own order; every metric is omitempty there, so unknown ones are simply absent
     // (never a guessed 0).
@@ -191,6 +215,9 @@ void write_tail(json::Writer& w, canonical::FinishKind finish, const canonical::
     opt("prompt_eval_duration", timing.prompt_eval_ns);
     opt("eval_count", usage.completion_tokens);
     opt("eval_duration", timing.eval_ns);
+    if (api == Api::generate) {
+        write_logprobs(w, lp);
+    }
 }
 
 }  // namespace infergate::translators::ollama

@@ -55,8 +55,21 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
 
 // Writes "model", "created_at" as the first members of an object.
 void write_head(json::Writer& w, std::string_view model, int64_t created_s, const Timing& timing);
-// Writes done_reason (when known), the durations (when measured) and the counts (when known).
+// The log probabilities a line carries, as Ollama writes them (api/types.go Logprob: token,
+// logprob, bytes and top_logprobs both omitempty); null `entries` or none: no key (omitempty).
+struct LogprobsOut {
+    const std::vector<canonical::TokenLogprob>* entries = nullptr;
+    size_t top = 0;
+};
+void write_logprobs(json::Writer& w, const LogprobsOut& lp);
+// `logprobs` of an Ollama line or answer into `out`; an error when malformed.
+std::optional<canonical::Error> read_logprobs(const json::Value& doc,
+                                              std::vector<canonical::TokenLogprob>& out);
+
+// Writes done_reason (when known), the durations (when measured) and the counts (when known),
+// and the log probabilities where Ollama puts them: after done_reason in a chat answer
+// (ChatResponse), after the counts in a generate answer (GenerateResponse).
 void write_tail(json::Writer& w, canonical::FinishKind finish, const canonical::Usage& usage,
-                const Timing& timing);
+                const Timing& timing, Api api = Api::generate, const LogprobsOut& lp = {});
 
 }  // namespace infergate::translators::ollama

@@ -19,7 +19,8 @@ using OptErr = std::optional<canonical::Error>;
 // Top-level keys read into canonical fields; every other key is kept as an Extra so that it
 // survives a pass-through to an Ollama backend (format, keep_alive, think, tools, ...).
 bool is_known_key(std::string_view key, Api api) {
-    if (key == "model" || key == "stream" || key == "options") {
+    if (key == "model" || key == "stream" || key == "options" || key == "logprobs" ||
+        key == "top_logprobs") {
         return true;
     }
     if (api == Api::generate) {
@@ -31,13 +32,13 @@ bool is_known_key(std::string_view key, Api api) {
 // Top-level keys Ollama reads that change the text it generates (api/types.go, GenerateRequest
 // and ChatRequest); any other key it ignores. keep_alive (how long the model stays loaded),
 // truncate and shift (what happens when the context overflows) change nothing in the text;
-// images are refused through non_text_content, top_logprobs is carried canonically.
+// images are refused through non_text_content, logprobs and top_logprobs are canonical.
 // clang-format off
 constexpr std::string_view kMeaningful[] = {"suffix", "template", "context", "format", "think",
-                                            "tools", "logprobs", "_debug_render_only"};
+                                            "tools", "_debug_render_only"};
 constexpr canonical::InertRule kInert[] = {
     {"suffix", "\"\""}, {"template", "\"\""}, {"context", "[]"}, {"format", "\"\""},
-    {"tools", "[]"}, {"logprobs", "false"}, {"_debug_render_only", "false"}};
+    {"tools", "[]"}, {"_debug_render_only", "false"}};
 // clang-format on
 
 bool is_inert_extra(std::string_view key, std::string_view json) {
@@ -244,13 +245,16 @@ Result<GenerationRequest> decode_request(std::string_view body, Api api) {
     if (auto e = read_options(doc, req)) {
         return std::move(*e);
     }
-    if (const json::Value* top = json::find(doc, "top_logprobs"); top != nullptr) {
-        if (auto n = json::get_int(doc, "top_logprobs", "top_logprobs", err, 0, 20)) {
-            req.top_logprobs = n;
-        }
-        if (err) {
-            return std::move(*err);
-        }
+    // top_logprobs "only applies when logprobs is true" (api/types.go): alone it asks nothing.
+    const std::optional<bool> logprobs = json::get_bool(doc, "logprobs", "logprobs", err);
+    const std::optional<int64_t> top =
+        json::get_int(doc, "top_logprobs", "top_logprobs", err, 0, 20);
+    if (err) {
+        return std::move(*err);
+    }
+    if (logprobs.value_or(false)) {
+        req.return_logprob = true;
+        req.top_logprobs = top;
     }
     for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
         const std::string_view key = json::view(it->name);

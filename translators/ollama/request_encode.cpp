@@ -4,6 +4,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "translators/canonical/logprobs.hpp"
 #include "translators/ollama/impl.hpp"
 
 namespace infergate::translators::ollama {
@@ -52,12 +53,6 @@ std::optional<canonical::Error> check(const GenerationRequest& req, const Sampli
                 "send the prompt as text",
                 "prompt");
         }
-        if (req.echo) {
-            return bad_request(
-                "echo cannot be served by an Ollama backend: it never returns the prompt; "
-                "send echo: false",
-                "echo");
-        }
     } else if (req.messages.empty()) {
         return bad_request("the request has no messages to send; send at least one message",
                            "messages");
@@ -69,6 +64,17 @@ std::optional<canonical::Error> check(const GenerationRequest& req, const Sampli
             "messages");
     }
     static constexpr std::string_view kBackend = "an Ollama backend";
+    // Generated tokens only (logprobs, top_logprobs up to 20); no prompt logprobs. An echo
+    // without them is the client encoder's own (it has the prompt's text).
+    if (auto e = canonical::refuse_logprobs(req, kBackend, {.generated = true, .prompt = false})) {
+        return e;
+    }
+    if (canonical::top_count(req) > 20) {
+        return bad_request("'" + canonical::client_param(req.dialect, "top_logprobs") +
+                               "': an Ollama backend gives at most 20 alternatives per token; "
+                               "ask for 20 or fewer",
+                           canonical::client_param(req.dialect, "top_logprobs"));
+    }
     const auto unsupported = [&req](std::string_view param, std::string_view instead) {
         return canonical::unsupported_setting(req.dialect, param, kBackend, instead);
     };
@@ -206,6 +212,16 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     // Always explicit: Ollama streams when "stream" is absent.
     json::key(w, "stream");
     w.Bool(options.stream);
+    // TGI's details only welcome logprobs: not asked here (Ollama's runner computes them with
+    // a softmax over the whole vocabulary per token); its TGI clients get null logprobs.
+    if (canonical::wants_logprobs(req)) {
+        json::key(w, "logprobs");
+        w.Bool(true);
+        if (canonical::top_count(req) > 0) {
+            json::key(w, "top_logprobs");
+            w.Int64(static_cast<int64_t>(canonical::top_count(req)));
+        }
+    }
     write_options(w, req, *sampling);
     if (is_ollama(req.dialect)) {
         for (const canonical::Extra& extra : req.extras) {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "translators/canonical/logprobs.hpp"
 #include "translators/ollama/impl.hpp"
 
 namespace infergate::translators::ollama {
@@ -60,7 +61,7 @@ std::optional<canonical::Error> carry(const json::Value& doc,
     json::collect_unknown(doc,
                           {"model", "created_at", "response", "message", "done", "done_reason",
                            "total_duration", "load_duration", "prompt_eval_count",
-                           "prompt_eval_duration", "eval_count", "eval_duration"},
+                           "prompt_eval_duration", "eval_count", "eval_duration", "logprobs"},
                           out.members);
     return std::nullopt;
 }
@@ -110,7 +111,12 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
     if (carried != nullptr) {
         json::write_carried(w, carried->members);
     }
-    write_tail(w, choice != nullptr ? choice->finish.kind : FinishKind::none, usage, timing);
+    LogprobsOut lp;
+    if (choice != nullptr && canonical::wants_logprobs(req)) {
+        lp = {&choice->logprobs, canonical::top_count(req)};
+    }
+    write_tail(w, choice != nullptr ? choice->finish.kind : FinishKind::none, usage, timing, api,
+               lp);
     w.EndObject();
 }
 
@@ -198,6 +204,9 @@ Result<GenerationResult> decode_response(std::string_view body, const Generation
     }
     canonical::Choice& choice = result.choices.emplace_back();
     if (auto err = carry(doc, req.dialect, choice.carried)) {
+        return std::move(*err);
+    }
+    if (auto err = read_logprobs(doc, choice.logprobs)) {
         return std::move(*err);
     }
     choice.text.assign(text->GetString(), text->GetStringLength());

@@ -63,6 +63,14 @@ private:
     Api api_;
 };
 
+// The entries of this event when the client asked for them.
+LogprobsOut logprobs_of(const StreamEvent& event, const StreamState& state) {
+    if (!state.logprobs || event.logprobs.empty()) {
+        return {};
+    }
+    return {&event.logprobs, state.top_logprobs};
+}
+
 }  // namespace
 
 void encode_stream_event(const StreamEvent& event, StreamState& state, std::string& out, Api api) {
@@ -108,19 +116,21 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
         usage.prompt_tokens = usage.prompt_tokens ? usage.prompt_tokens : c.prompt_tokens;
         LineWriter line(out, state, state.timing, api);
         json::Writer& w = line.begin(event.text, carried);
-        write_tail(w, event.finish->kind, usage, state.timing);
+        write_tail(w, event.finish->kind, usage, state.timing, api, logprobs_of(event, state));
         line.end();
         c.finished = true;
         state.ended = true;
         state.content_seen = state.content_seen || !event.text.empty();
         return;
     }
-    if (!event.text.empty() || carried != nullptr) {
+    const LogprobsOut lp = logprobs_of(event, state);
+    if (!event.text.empty() || carried != nullptr || lp.entries != nullptr) {
         static const Timing kNoTiming;
         LineWriter line(out, state, kNoTiming, api);
         json::Writer& w = line.begin(event.text, carried);
         json::key(w, "done");
         w.Bool(false);
+        write_logprobs(w, lp);  // after done in both answers (every key between is omitempty)
         line.end();
         state.content_seen = state.content_seen || !event.text.empty();
     }
@@ -205,11 +215,17 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
         push_error(out, std::move(*err));
         return;
     }
+    std::vector<canonical::TokenLogprob> logprobs;
+    if (auto err = read_logprobs(doc, logprobs)) {
+        push_error(out, std::move(*err));
+        return;
+    }
     if (!done->GetBool()) {
-        if (has_text || !carried.empty()) {
+        if (has_text || !carried.empty() || !logprobs.empty()) {
             StreamEvent& ev = out.emplace_back();
             ev.text.assign(has_text ? json::view(*text) : std::string_view());
             ev.carried = std::move(carried);
+            ev.logprobs = std::move(logprobs);
         }
         return;
     }
@@ -229,6 +245,7 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
     ev.finish = std::move(*finish);
     ev.usage = read_counts(doc);
     ev.carried = std::move(carried);
+    ev.logprobs = std::move(logprobs);
     // Ollama has no terminator after the final object: it is the end.
     out.emplace_back().type = StreamEvent::Type::done;
 }

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "translators/canonical/json.hpp"
+#include "translators/canonical/logprobs.hpp"
 #include "translators/vllm_legacy/codec_impl.hpp"
 
 namespace infergate::translators::vllm_legacy {
@@ -256,12 +257,12 @@ std::optional<Error> refuse(const GenerationRequest& req) {
             "string",
             "prompt");
     }
-    if (req.dialect != Dialect::vllm_legacy &&
-        (req.return_logprob.value_or(false) || req.top_logprobs)) {
-        return canonical::bad_request(
-            "this backend (vLLM legacy /generate) returns text only and cannot report logprobs; "
-            "leave logprobs out",
-            "logprobs");
+    // Its answer is text only. (Its own clients' logprobs are read by the real server and
+    // answered with text only too, so they pass.)
+    if (req.dialect != Dialect::vllm_legacy) {
+        if (auto err = canonical::refuse_logprobs(req, "vLLM's demo server (/generate)", {})) {
+            return std::move(*err);
+        }
     }
     if (req.non_text_content) {
         return canonical::bad_request(

@@ -242,9 +242,25 @@ TEST_CASE("llamacpp encode_request: what cannot be translated is a clear 400") {
     req.item_sampling[1].temperature = 0.1;
     refused(req, "one set of sampling parameters");
 
+    // An echo is the client encoder's (it has the prompt's text); the prompt's logprobs, which
+    // an echo with logprobs asks for, llama-server does not report.
     req = text_request(Dialect::openai_completions, "a");
     req.echo = true;
-    refused(req, "echo");
+    CHECK(llama().encode_request(req, {}).ok());
+    req.return_logprob = true;
+    req.top_logprobs = 1;
+    req.prompt_logprob_start = 0;
+    refused(req, "the prompt's log probabilities");
+    CHECK(llama().encode_request(req, {}).error().param == "echo");
+    req = text_request(Dialect::sglang, "a");
+    req.return_logprob = true;
+    req.prompt_logprob_start = 3;
+    CHECK(llama().encode_request(req, {}).error().param == "logprob_start_len");
+    // A token-id prompt has no text to echo.
+    req = text_request(Dialect::openai_completions, "");
+    req.prompts[0] = {"", {1, 2}, true};
+    req.echo = true;
+    refused(req, "send the prompt as text");
 
     req = text_request(Dialect::sglang, "a");
     req.sampling.stop_token_ids = {2};

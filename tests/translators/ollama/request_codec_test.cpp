@@ -214,8 +214,16 @@ TEST_CASE("ollama upstream: what cannot be translated is a clear 400") {
     r.sampling.n = 2;
     expect_400(r, "n", "n > 1");
     r = base;
-    r.echo = true;
-    expect_400(r, "echo", "echo");
+    r.echo = true;  // the client encoder's: it has the prompt's text
+    CHECK(codec.encode_request(r, {}).ok());
+    r.return_logprob = true;
+    r.prompt_logprob_start = 0;
+    expect_400(r, "echo", "the prompt's log probabilities");
+    r = base;
+    r.dialect = infergate::canonical::Dialect::openai_chat;
+    r.return_logprob = true;
+    r.top_logprobs = 21;
+    expect_400(r, "top_logprobs", "at most 20");
     r = base;
     r.sampling.ignore_eos = true;
     expect_400(r, "ignore_eos", "no equivalent");
