@@ -471,6 +471,131 @@ class TestRealEngineErrors(_RealEngine):
         self.assertEqual(generated, 0)
 
 
+class TestRealEngineLogprobs(_RealEngine):
+    """Log probabilities from the real engine (n_probs, and its chat route's logprobs) reach every
+    client in its dialect: the same tokens, and the engine's logprobs (to 1e-3: two runs of the
+    engine differ in the last digits when the prompt comes from a slot's cache)."""
+
+    PROMPT = "Hello world"
+    CHAT = [{"role": "user", "content": "Hello world"}]
+    N = 4
+    TOP = 2
+
+    def direct_raw(self) -> list[dict]:
+        r = request(self.engine.port, "POST", "/completion",
+                    {"prompt": self.PROMPT, "n_predict": self.N, "n_probs": self.TOP,
+                     "temperature": 0, "seed": SEED})
+        self.assertEqual(r.status, 200, r.body[:300])
+        return r.json()["completion_probabilities"]
+
+    def direct_chat(self) -> list[dict]:
+        r = request(self.engine.port, "POST", "/v1/chat/completions",
+                    {"messages": self.CHAT, "max_tokens": self.N, "logprobs": True,
+                     "top_logprobs": self.TOP, "temperature": 0, "seed": SEED})
+        self.assertEqual(r.status, 200, r.body[:300])
+        return r.json()["choices"][0]["logprobs"]["content"]
+
+    def same(self, got: list[tuple[str, float]], ref: list[dict]) -> None:
+        self.assertEqual([t for t, _ in got], [e["token"] for e in ref], "tokens")
+        for (t, lp), e in zip(got, ref):
+            self.assertAlmostEqual(lp, e["logprob"], delta=1e-3, msg=t)
+
+    def post(self, path: str, body: dict) -> dict:
+        r = request(self.port, "POST", path, body, timeout=60)
+        self.assertEqual(r.status, 200, r.body[:300])
+        return r.json()
+
+    def test_raw_fronts(self):
+        ref = self.direct_raw()
+        self.assertEqual(len(ref), self.N)
+        with self.subTest("llamacpp"):
+            doc = self.post("/completion", {"prompt": self.PROMPT, "n_predict": self.N,
+                                            "n_probs": self.TOP, "temperature": 0, "seed": SEED})
+            got = doc["completion_probabilities"]
+            self.same([(e["token"], e["logprob"]) for e in got], ref)
+            self.assertEqual([e["id"] for e in got], [e["id"] for e in ref])
+            self.assertEqual([[a["id"] for a in e["top_logprobs"]] for e in got],
+                             [[a["id"] for a in e["top_logprobs"]] for e in ref])
+        with self.subTest("openai_completions"):
+            doc = self.post("/v1/completions", {"model": ALIAS, "prompt": self.PROMPT,
+                                                "max_tokens": self.N, "logprobs": self.TOP,
+                                                "temperature": 0, "seed": SEED})
+            lp = doc["choices"][0]["logprobs"]
+            self.same(list(zip(lp["tokens"], lp["token_logprobs"])), ref)
+            for top, e in zip(lp["top_logprobs"], ref):
+                self.assertTrue({a["token"] for a in e["top_logprobs"]} <= set(top), top)
+        with self.subTest("ollama_generate"):
+            doc = self.post("/api/generate", {"model": ALIAS, "prompt": self.PROMPT, "raw": True,
+                                              "stream": False, "logprobs": True,
+                                              "top_logprobs": self.TOP,
+                                              "options": {"num_predict": self.N,
+                                                          "temperature": 0, "seed": SEED}})
+            self.same([(e["token"], e["logprob"]) for e in doc["logprobs"]], ref)
+            self.assertEqual([len(e["top_logprobs"]) for e in doc["logprobs"]],
+                             [self.TOP] * self.N)
+        with self.subTest("sglang"):
+            doc = self.post("/generate", {"text": self.PROMPT, "return_logprob": True,
+                                          "top_logprobs_num": self.TOP,
+                                          "return_text_in_logprobs": True,
+                                          "sampling_params": {"max_new_tokens": self.N,
+                                                              "temperature": 0,
+                                                              "sampling_seed": SEED}})
+            out = doc["meta_info"]["output_token_logprobs"]
+            self.same([(t[2], t[0]) for t in out], ref)
+            self.assertEqual([t[1] for t in out], [e["id"] for e in ref])
+        with self.subTest("tgi"):
+            doc = self.post("/generate", {"inputs": self.PROMPT,
+                                          "parameters": {"max_new_tokens": self.N,
+                                                         "details": True, "top_n_tokens": self.TOP,
+                                                         "seed": SEED}})
+            toks = doc["details"]["tokens"]
+            self.same([(t["text"], t["logprob"]) for t in toks], ref)
+            self.assertEqual([t["id"] for t in toks], [e["id"] for e in ref])
+
+    def test_raw_fronts_streamed(self):
+        ref = self.direct_raw()
+        r = request(self.port, "POST", "/completion",
+                    {"prompt": self.PROMPT, "n_predict": self.N, "n_probs": self.TOP,
+                     "temperature": 0, "seed": SEED, "stream": True}, timeout=60)
+        self.assertEqual(r.status, 200, r.body[:300])
+        got = [e for line in r.body.decode().splitlines() if line.startswith("data: ")
+               for e in json.loads(line[6:]).get("completion_probabilities", [])]
+        self.same([(e["token"], e["logprob"]) for e in got], ref)
+        r = request(self.port, "POST", "/api/generate",
+                    {"model": ALIAS, "prompt": self.PROMPT, "raw": True, "logprobs": True,
+                     "options": {"num_predict": self.N, "temperature": 0, "seed": SEED}},
+                    timeout=60)
+        self.assertEqual(r.status, 200, r.body[:300])
+        got = [e for line in r.body.decode().splitlines() if line.strip()
+               for e in json.loads(line).get("logprobs", [])]
+        self.same([(e["token"], e["logprob"]) for e in got], ref)
+
+    def test_chat_fronts(self):
+        ref = self.direct_chat()
+        self.assertEqual(len(ref), self.N)
+        with self.subTest("openai_chat"):
+            doc = self.post("/v1/chat/completions",
+                            {"model": ALIAS, "messages": self.CHAT, "max_tokens": self.N,
+                             "logprobs": True, "top_logprobs": self.TOP, "temperature": 0,
+                             "seed": SEED})
+            got = doc["choices"][0]["logprobs"]["content"]
+            self.same([(e["token"], e["logprob"]) for e in got], ref)
+        with self.subTest("ollama_chat"):
+            doc = self.post("/api/chat", {"model": ALIAS, "messages": self.CHAT, "stream": False,
+                                          "logprobs": True, "top_logprobs": self.TOP,
+                                          "options": {"num_predict": self.N, "temperature": 0,
+                                                      "seed": SEED}})
+            self.same([(e["token"], e["logprob"]) for e in doc["logprobs"]], ref)
+
+    def test_loglikelihood_is_refused_naming_echo(self):
+        # lm-evaluation-harness's request: this engine has no prompt logprobs.
+        r = request(self.port, "POST", "/v1/completions",
+                    {"model": ALIAS, "prompt": [self.PROMPT], "max_tokens": 1,
+                     "temperature": 0, "logprobs": 1, "seed": 1234, "echo": True})
+        self.assertEqual(r.status, 400, r.body[:300])
+        self.assertEqual(r.json()["error"]["param"], "echo")
+
+
 # ---- the settings each front sends (cell_params) ---------------------------------------------
 # name -> (where in the body, (key, value)), (the engine's parameter, its value). The values are
 # exact in float32 or compared to 1e-6.
