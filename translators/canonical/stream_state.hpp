@@ -27,6 +27,13 @@ struct ChoiceState {
     // carries generated_text): its index and id; its text is text[sent..].
     std::optional<int64_t> held_token_index;
     std::optional<int64_t> held_token_id;
+    // Log probabilities. Decoders of cumulative lists (SGLang): output entries already emitted
+    // and whether the prompt's went out. Encoders of cumulative lists (SGLang): every entry so
+    // far, re-sent on each event.
+    size_t logprobs_seen = 0;
+    bool prompt_logprobs_seen = false;
+    std::vector<TokenLogprob> logprobs;
+    std::vector<TokenLogprob> prompt_logprobs;
     int blocks = 0;       // Anthropic: content blocks started (the next block's index)
     int text_block = -1;  // Anthropic: index of the open text block, -1 when none is open
 };
@@ -44,6 +51,14 @@ struct StreamState {
     bool continuous_usage = false;   // OpenAI: client asked for usage on every chunk
     std::optional<int64_t> max_tokens;
     std::vector<std::string> request_ids;  // SGLang rids
+    // What the client asked of log probabilities (GenerationRequest's fields of the same names;
+    // set_logprob_request copies them), for the encoders that write them.
+    std::optional<bool> return_logprob;
+    std::optional<int64_t> top_logprobs;
+    std::optional<int64_t> prompt_logprob_start;
+    bool logprob_text = false;
+    bool post_sampling_probs = false;
+    bool logprobs_if_available = false;
     std::string prompt;  // the prompt text, for dialects whose wire echoes it (vLLM legacy)
     // Stop strings the upstream trims. A cumulative decoder holds back a tail that may still
     // turn out to be the start of one, because text sent as a delta can never be taken back.
@@ -72,6 +87,15 @@ struct StreamState {
             choices.resize(static_cast<size_t>(index) + 1);
         }
         return choices[static_cast<size_t>(index)];
+    }
+
+    void set_logprob_request(const GenerationRequest& req) {
+        return_logprob = req.return_logprob;
+        top_logprobs = req.top_logprobs;
+        prompt_logprob_start = req.prompt_logprob_start;
+        logprob_text = req.logprob_text;
+        post_sampling_probs = req.post_sampling_probs;
+        logprobs_if_available = req.logprobs_if_available;
     }
 
     // The request's aggregate usage: the upstream's final report if there was one, else the sum
