@@ -1,6 +1,7 @@
 // SGLang non-streaming /generate responses: one object, or an array of them for a batch or
 // n > 1 (api-dialects §4.5).
 
+#include "translators/canonical/logprobs.hpp"
 #include "translators/sglang/codec_impl.hpp"
 #include "translators/sglang/wire.hpp"
 
@@ -34,8 +35,10 @@ void write_output(wire::Writer& w, const Choice& c, const GenerationResult& resu
     wire::key(w, "text");
     wire::string(w, c.text);
     wire::key(w, "meta_info");
+    const wire::LogprobOut logprobs{req.return_logprob.value_or(false), canonical::top_count(req),
+                                    req.logprob_text, &c.prompt_logprobs, &c.logprobs};
     wire::meta_info(w, choice_id(c, result, req), &c.finish, count(&Usage::prompt_tokens),
-                    count(&Usage::completion_tokens), count(&Usage::cached_tokens));
+                    count(&Usage::completion_tokens), count(&Usage::cached_tokens), &logprobs);
     w.EndObject();
 }
 
@@ -85,6 +88,11 @@ std::optional<Error> read_output(const json::Value& o, size_t index, bool array,
         return wire::upstream_error("invalid SGLang response" + where(index, array) + ": " +
                                     *message);
     }
+    size_t total = 0;
+    if (auto message = wire::read_logprobs(*meta, &c.prompt_logprobs, c.logprobs, 0, total)) {
+        return wire::upstream_error("invalid SGLang response" + where(index, array) + ": " +
+                                    *message);
+    }
     return std::nullopt;
 }
 
@@ -102,7 +110,8 @@ void SglangCodec::encode_response(const GenerationResult& result, const Generati
                         result.choices.size() <= 1;
     size_t bytes = 0;
     for (const Choice& c : result.choices) {
-        bytes += c.text.size() + c.id.size() + 160;
+        bytes += c.text.size() + c.id.size() + 160 +
+                 (c.logprobs.size() + c.prompt_logprobs.size()) * (40 + 40 * canonical::top_count(req));
     }
     wire::ensure_room(out, bytes + 160);
     wire::OutWriter w(out);
