@@ -496,7 +496,8 @@ Result<GenerationRequest> SglangCodec::decode_request(std::string_view body) con
         // with return_logprob: without it they change nothing, and another backend must not be
         // asked (or refuse) for them. They still reach an SGLang backend as they were sent.
         if (req.top_logprobs) {
-            req.extras.push_back(Extra{"top_logprobs_num", std::to_string(*req.top_logprobs), true});
+            req.extras.push_back(
+                Extra{"top_logprobs_num", std::to_string(*req.top_logprobs), true});
             req.top_logprobs.reset();
         }
         if (start) {

@@ -110,8 +110,9 @@ void SglangCodec::encode_response(const GenerationResult& result, const Generati
                         result.choices.size() <= 1;
     size_t bytes = 0;
     for (const Choice& c : result.choices) {
-        bytes += c.text.size() + c.id.size() + 160 +
-                 (c.logprobs.size() + c.prompt_logprobs.size()) * (40 + 40 * canonical::top_count(req));
+        bytes +=
+            c.text.size() + c.id.size() + 160 +
+            (c.logprobs.size() + c.prompt_logprobs.size()) * (40 + 40 * canonical::top_count(req));
     }
     wire::ensure_room(out, bytes + 160);
     wire::OutWriter w(out);

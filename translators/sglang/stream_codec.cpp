@@ -373,9 +373,9 @@ void SglangCodec::decode_stream_event(std::string_view data, StreamState& state,
         }
         std::vector<canonical::TokenLogprob> prompt;
         size_t total = 0;
-        if (auto message = wire::read_logprobs(*meta, c.prompt_logprobs_seen ? nullptr : &prompt,
-                                               ev.logprobs, c.logprobs_seen, total,
-                                               state.delta_text.value_or(false))) {
+        if (auto message =
+                wire::read_logprobs(*meta, c.prompt_logprobs_seen ? nullptr : &prompt, ev.logprobs,
+                                    c.logprobs_seen, total, state.delta_text.value_or(false))) {
             out.push_back(error_event(wire::upstream_error(
                 "the SGLang backend sent malformed stream data: " + *message)));
             return;

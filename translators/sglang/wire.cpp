@@ -300,10 +300,10 @@ std::optional<std::string> read_side(const json::Value* tokens, const json::Valu
             if (alts.IsArray()) {
                 for (rapidjson::SizeType k = 0; k < alts.Size(); ++k) {
                     canonical::TokenAlternative alt;
-                    if (auto e = read_triple(alts[k],
-                                             top_path + "[" + std::to_string(i) + "][" +
-                                                 std::to_string(k) + "]",
-                                             alt)) {
+                    if (auto e = read_triple(
+                            alts[k],
+                            top_path + "[" + std::to_string(i) + "][" + std::to_string(k) + "]",
+                            alt)) {
                         return e;
                     }
                     t.top.push_back(std::move(alt));
@@ -332,22 +332,22 @@ std::optional<std::string> read_logprobs(const json::Value& meta_info,
         } else if (length == nullptr && delta_lists) {
             total += output_from;
         }
-        if (auto e = read_side(out_tokens, json::find(meta_info, "output_top_logprobs"),
-                               "output", total, output_from, output)) {
+        if (auto e = read_side(out_tokens, json::find(meta_info, "output_top_logprobs"), "output",
+                               total, output_from, output)) {
             return e;
         }
         output_total = std::max(total, output_from);
     } else if (out_tokens != nullptr && !out_tokens->IsNull()) {
-        return "meta_info.output_token_logprobs is " +
-               std::string(json::type_name(*out_tokens)) + ", not a list";
+        return "meta_info.output_token_logprobs is " + std::string(json::type_name(*out_tokens)) +
+               ", not a list";
     }
     if (input == nullptr) {
         return std::nullopt;
     }
     const json::Value* in_tokens = json::find(meta_info, "input_token_logprobs");
     const size_t in_total = in_tokens != nullptr && in_tokens->IsArray() ? in_tokens->Size() : 0;
-    return read_side(in_tokens, json::find(meta_info, "input_top_logprobs"), "input", in_total,
-                     0, *input);
+    return read_side(in_tokens, json::find(meta_info, "input_top_logprobs"), "input", in_total, 0,
+                     *input);
 }
 
 bool is_passthrough_sampling_key(std::string_view key) {
