@@ -215,6 +215,11 @@ constexpr int64_t kMaxTopNTokens = 5;
 
 std::optional<Error> check_logprobs(const GenerationRequest& req, const SamplingParams& sp,
                                     bool stream) {
+    if (canonical::wants_prompt_logprobs(req) && stream && req.dialect == Dialect::tgi) {
+        // A TGI client on /generate_stream: TGI's own validation error.
+        return invalid("`decoder_input_details` == true is not supported when streaming tokens",
+                       "parameters.decoder_input_details");
+    }
     if (canonical::wants_prompt_logprobs(req) && stream) {
         // TGI refuses decoder_input_details on streams (ValidationError::PrefillDetailsStream).
         return canonical::no_logprobs(

@@ -302,6 +302,16 @@ void TgiCodec::encode_stream_event(const StreamEvent& event, StreamState& state,
     if (state.ended) {
         return;
     }
+    if (state.prompt_logprob_start) {
+        // decoder_input_details on /generate_stream: TGI answers the stream with this in-band
+        // error and nothing else (server.rs generate_stream_internal, PrefillDetailsStream).
+        encode_stream_error(wire::error_from(422,
+                                             "`decoder_input_details` == true is not supported "
+                                             "when streaming tokens",
+                                             "validation"),
+                            state, out);
+        return;
+    }
     switch (event.type) {
         case StreamEvent::Type::chunk:
             if (event.finish && event.finish->kind == FinishKind::abort) {

@@ -96,6 +96,27 @@ TEST_CASE("tgi logprobs: details, top_n_tokens and decoder_input_details decode"
     CHECK(r.error().param == "parameters.decoder_input_details");
     CHECK(r.error().message ==
           "`decoder_input_details` == true is not supported when streaming tokens");
+    // On /generate_stream (the route, not the body, says stream): a TGI backend is refused
+    // with TGI's 422, and any other backend's stream becomes TGI's in-band error.
+    GenerationRequest routed =
+        decode_ok(R"({"inputs":"x","parameters":{"decoder_input_details":true}})");
+    infergate::translators::tgi::mark_route(routed, "/generate_stream");
+    auto upstream = encode(routed, true);
+    REQUIRE_FALSE(upstream.ok());
+    CHECK(upstream.error().status == 422);
+    StreamState enc;
+    enc.set_logprob_request(routed);
+    StreamEvent first;
+    first.text = "a";
+    std::string out;
+    tgi().encode_stream_event(first, enc, out);
+    CHECK(out ==
+          "data:{\"error\":\"`decoder_input_details` == true is not supported when "
+          "streaming tokens\",\"error_type\":\"validation\"}\n\n");
+    out.clear();
+    tgi().encode_stream_end(enc, out);
+    CHECK(out.empty());
+
     r = tgi().decode_request(R"({"inputs":"x","parameters":{"top_n_tokens":-1}})");
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().status == 422);
