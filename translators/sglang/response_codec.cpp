@@ -1,6 +1,8 @@
 // SGLang non-streaming /generate responses: one object, or an array of them for a batch or
 // n > 1 (api-dialects §4.5).
 
+#include <vector>
+
 #include "translators/canonical/logprobs.hpp"
 #include "translators/sglang/codec_impl.hpp"
 #include "translators/sglang/wire.hpp"
@@ -22,6 +24,24 @@ std::string_view choice_id(const Choice& c, const GenerationResult& result,
     return c.id.empty() ? std::string_view(result.id) : std::string_view(c.id);
 }
 
+// SGLang repeats the prompt's entries in each of its n samples; a backend that reports them
+// once per prompt (on its first sample, as vLLM's prompt_logprobs) lends them to the others.
+const std::vector<canonical::TokenLogprob>& prompt_entries(const Choice& c,
+                                                           const GenerationResult& result,
+                                                           const GenerationRequest& req) {
+    const int n = req.sampling.n > 0 ? req.sampling.n : 1;
+    if (!c.prompt_logprobs.empty() || n == 1 || c.index % n == 0) {
+        return c.prompt_logprobs;
+    }
+    const int first = c.index - c.index % n;
+    for (const Choice& other : result.choices) {
+        if (other.index == first) {
+            return other.prompt_logprobs;
+        }
+    }
+    return c.prompt_logprobs;
+}
+
 void write_output(wire::Writer& w, const Choice& c, const GenerationResult& result,
                   const GenerationRequest& req) {
     // A dialect without per-choice counts (OpenAI) reports only the aggregate, which is the
@@ -36,7 +56,7 @@ void write_output(wire::Writer& w, const Choice& c, const GenerationResult& resu
     wire::string(w, c.text);
     wire::key(w, "meta_info");
     const wire::LogprobOut logprobs{req.return_logprob.value_or(false), canonical::top_count(req),
-                                    req.logprob_text, &c.prompt_logprobs, &c.logprobs};
+                                    req.logprob_text, &prompt_entries(c, result, req), &c.logprobs};
     wire::meta_info(w, choice_id(c, result, req), &c.finish, count(&Usage::prompt_tokens),
                     count(&Usage::completion_tokens), count(&Usage::cached_tokens), &logprobs);
     w.EndObject();

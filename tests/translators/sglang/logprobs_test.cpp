@@ -209,6 +209,23 @@ TEST_CASE("sglang logprobs: encode_response writes SGLang's meta_info keys in it
     sglang().encode_response(result, req, out);
     CHECK(out.find(R"("input_token_logprobs":[],"output_token_logprobs":[],)"
                    R"("output_token_logprobs_length":0,"completion_tokens")") != std::string::npos);
+    // n = 2 from a backend that reports the prompt's entries once (on the first sample):
+    // SGLang repeats them in each sample.
+    GenerationRequest two = decode_ok(
+        R"({"text":"Hi","return_logprob":true,"logprob_start_len":0,"sampling_params":{"n":2}})");
+    GenerationResult samples;
+    samples.choices.resize(2);
+    samples.choices[0].prompt_logprobs = {entry("Hi", 10, std::nullopt)};
+    samples.choices[1].index = 1;
+    out.clear();
+    sglang().encode_response(samples, two, out);
+    size_t seen = 0;
+    for (size_t at = out.find(R"("input_token_logprobs":[[null,10,null]])");
+         at != std::string::npos;
+         at = out.find(R"("input_token_logprobs":[[null,10,null]])", at + 1)) {
+        ++seen;
+    }
+    CHECK(seen == 2);
     // Not asked: no logprob keys at all.
     out.clear();
     sglang().encode_response(result, decode_ok(R"({"text":"Hi"})"), out);
