@@ -22,17 +22,19 @@ struct ChoiceState {
     bool role_sent = false;            // OpenAI chat: the role-only chunk went out
     bool finished = false;             // a finish reason went out (never send two)
     std::optional<FinishReason> held_finish;  // finish held back until exact counts arrive
-    std::string id;                    // per-choice id (SGLang meta_info.id)
-    // Log probabilities: entries seen so far (cumulative decoders emit only the new ones) and
-    // written so far (text_offset and cumulative encoders), prompt entries included.
-    size_t logprobs_seen = 0;
-    size_t logprobs_sent = 0;
+    std::string id;                           // per-choice id (SGLang meta_info.id)
     size_t text_offset = 0;  // OpenAI completions: code points written so far, echo included
-    bool prompt_logprobs_done = false;
     // TGI: the last token event, held back while it may turn out to be the last one (which
     // carries generated_text): its index and id; its text is text[sent..].
     std::optional<int64_t> held_token_index;
     std::optional<int64_t> held_token_id;
+    // Log probabilities. Decoders of cumulative lists (SGLang): output entries already emitted
+    // and whether the prompt's went out. Encoders of cumulative lists (SGLang): every entry so
+    // far, re-sent on each event.
+    size_t logprobs_seen = 0;
+    bool prompt_logprobs_seen = false;
+    std::vector<TokenLogprob> logprobs;
+    std::vector<TokenLogprob> prompt_logprobs;
     int blocks = 0;       // Anthropic: content blocks started (the next block's index)
     int text_block = -1;  // Anthropic: index of the open text block, -1 when none is open
 };

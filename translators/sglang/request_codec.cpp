@@ -446,6 +446,7 @@ Result<GenerationRequest> SglangCodec::decode_request(std::string_view body) con
     const json::Value* input_ids = nullptr;
     const json::Value* sampling = nullptr;
     bool embeds = false;
+    std::optional<int64_t> start;
     std::optional<Error> err;
     for (const auto& m : doc.GetObject()) {
         const std::string_view key = json::view(m.name);
@@ -466,6 +467,12 @@ Result<GenerationRequest> SglangCodec::decode_request(std::string_view body) con
             req.return_logprob = json::get_bool(doc, key, key, err);
         } else if (key == "top_logprobs_num" && !v.IsArray()) {
             req.top_logprobs = json::get_int(doc, key, key, err, 0);
+        } else if (key == "logprob_start_len" && !v.IsArray() && json::to_string(v) != "-1") {
+            // k >= 0: the prompt's entries from index k on. -1 (the default: generated tokens
+            // only) stays an inert extra below, as SGLang's bench_serving sends it.
+            start = json::get_int(doc, key, key, err, 0);
+        } else if (key == "return_text_in_logprobs") {
+            req.logprob_text = json::get_bool(doc, key, key, err).value_or(false);
         } else if (key == "model") {
             // Not an SGLang field (the server ignores it), but the proxy may route on it. Kept out
             // of `extras` so that it is never forwarded.
@@ -482,6 +489,25 @@ Result<GenerationRequest> SglangCodec::decode_request(std::string_view body) con
         }
     }
 
+    if (req.return_logprob.value_or(false)) {
+        req.prompt_logprob_start = start;
+    } else {
+        // SGLang reads top_logprobs_num, logprob_start_len and return_text_in_logprobs only
+        // with return_logprob: without it they change nothing, and another backend must not be
+        // asked (or refuse) for them. They still reach an SGLang backend as they were sent.
+        if (req.top_logprobs) {
+            req.extras.push_back(
+                Extra{"top_logprobs_num", std::to_string(*req.top_logprobs), true});
+            req.top_logprobs.reset();
+        }
+        if (start) {
+            req.extras.push_back(Extra{"logprob_start_len", std::to_string(*start), true});
+        }
+        if (req.logprob_text) {
+            req.extras.push_back(Extra{"return_text_in_logprobs", "true", true});
+            req.logprob_text = false;
+        }
+    }
     if (embeds) {
         return bad_request("'input_embeds' cannot be proxied: infergate translates requests "
                            "through text or token ids and cannot carry embeddings; send the "

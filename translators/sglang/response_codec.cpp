@@ -1,6 +1,9 @@
 // SGLang non-streaming /generate responses: one object, or an array of them for a batch or
 // n > 1 (api-dialects §4.5).
 
+#include <vector>
+
+#include "translators/canonical/logprobs.hpp"
 #include "translators/sglang/codec_impl.hpp"
 #include "translators/sglang/wire.hpp"
 
@@ -21,6 +24,24 @@ std::string_view choice_id(const Choice& c, const GenerationResult& result,
     return c.id.empty() ? std::string_view(result.id) : std::string_view(c.id);
 }
 
+// SGLang repeats the prompt's entries in each of its n samples; a backend that reports them
+// once per prompt (on its first sample, as vLLM's prompt_logprobs) lends them to the others.
+const std::vector<canonical::TokenLogprob>& prompt_entries(const Choice& c,
+                                                           const GenerationResult& result,
+                                                           const GenerationRequest& req) {
+    const int n = req.sampling.n > 0 ? req.sampling.n : 1;
+    if (!c.prompt_logprobs.empty() || n == 1 || c.index % n == 0) {
+        return c.prompt_logprobs;
+    }
+    const int first = c.index - c.index % n;
+    for (const Choice& other : result.choices) {
+        if (other.index == first) {
+            return other.prompt_logprobs;
+        }
+    }
+    return c.prompt_logprobs;
+}
+
 void write_output(wire::Writer& w, const Choice& c, const GenerationResult& result,
                   const GenerationRequest& req) {
     // A dialect without per-choice counts (OpenAI) reports only the aggregate, which is the
@@ -34,8 +55,10 @@ void write_output(wire::Writer& w, const Choice& c, const GenerationResult& resu
     wire::key(w, "text");
     wire::string(w, c.text);
     wire::key(w, "meta_info");
+    const wire::LogprobOut logprobs{req.return_logprob.value_or(false), canonical::top_count(req),
+                                    req.logprob_text, &prompt_entries(c, result, req), &c.logprobs};
     wire::meta_info(w, choice_id(c, result, req), &c.finish, count(&Usage::prompt_tokens),
-                    count(&Usage::completion_tokens), count(&Usage::cached_tokens));
+                    count(&Usage::completion_tokens), count(&Usage::cached_tokens), &logprobs);
     w.EndObject();
 }
 
@@ -85,6 +108,11 @@ std::optional<Error> read_output(const json::Value& o, size_t index, bool array,
         return wire::upstream_error("invalid SGLang response" + where(index, array) + ": " +
                                     *message);
     }
+    size_t total = 0;
+    if (auto message = wire::read_logprobs(*meta, &c.prompt_logprobs, c.logprobs, 0, total)) {
+        return wire::upstream_error("invalid SGLang response" + where(index, array) + ": " +
+                                    *message);
+    }
     return std::nullopt;
 }
 
@@ -102,7 +130,9 @@ void SglangCodec::encode_response(const GenerationResult& result, const Generati
                         result.choices.size() <= 1;
     size_t bytes = 0;
     for (const Choice& c : result.choices) {
-        bytes += c.text.size() + c.id.size() + 160;
+        bytes +=
+            c.text.size() + c.id.size() + 160 +
+            (c.logprobs.size() + c.prompt_logprobs.size()) * (40 + 40 * canonical::top_count(req));
     }
     wire::ensure_room(out, bytes + 160);
     wire::OutWriter w(out);

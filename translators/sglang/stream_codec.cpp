@@ -47,8 +47,10 @@ void write_event(const StreamState& s, size_t i, const FinishReason* finish, std
         wire::key(*w, "text");
         wire::string(*w, c.text);
         wire::key(*w, "meta_info");
+        const wire::LogprobOut logprobs{s.logprobs, s.top_logprobs, s.logprob_text,
+                                        &c.prompt_logprobs, &c.logprobs};
         wire::meta_info(*w, event_id(s, i, c), finish, c.prompt_tokens, c.completion_tokens,
-                        c.cached_tokens);
+                        c.cached_tokens, &logprobs);
         if (s.batch) {
             wire::key(*w, "index");
             w->Uint64(i);
@@ -76,6 +78,13 @@ void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
         return;  // a finish went out: SGLang clients stop reading this choice there
     }
     c.text.append(event.text);
+    // SGLang re-sends every logprob entry so far on each event, as it does the text.
+    c.logprobs.insert(c.logprobs.end(), event.logprobs.begin(), event.logprobs.end());
+    if (!event.prompt_logprobs.empty() && !c.prompt_logprobs_seen) {
+        c.prompt_logprobs = event.prompt_logprobs;
+        c.prompt_logprobs_seen = true;
+    }
+    const bool new_entries = !event.logprobs.empty() && s.logprobs;
     if (event.usage.completion_tokens) {
         c.completion_tokens = *event.usage.completion_tokens;
         c.tokens_exact = true;
@@ -106,7 +115,7 @@ void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
         // upstream's usage report (or the end of the stream) makes them exact.
         c.held_finish = *event.finish;
     }
-    if (!event.text.empty()) {
+    if (!event.text.empty() || new_entries) {
         write_event(s, i, nullptr, out);
     }
 }
@@ -359,6 +368,20 @@ void SglangCodec::decode_stream_event(std::string_view data, StreamState& state,
         }
         if (ev.usage.cached_tokens) {
             c.cached_tokens = ev.usage.cached_tokens;
+        }
+        std::vector<canonical::TokenLogprob> prompt;
+        size_t total = 0;
+        if (auto message =
+                wire::read_logprobs(*meta, c.prompt_logprobs_seen ? nullptr : &prompt, ev.logprobs,
+                                    c.logprobs_seen, total, state.delta_text.value_or(false))) {
+            out.push_back(error_event(wire::upstream_error(
+                "the SGLang backend sent malformed stream data: " + *message)));
+            return;
+        }
+        c.logprobs_seen = total;
+        if (!prompt.empty()) {
+            ev.prompt_logprobs = std::move(prompt);
+            c.prompt_logprobs_seen = true;
         }
         if (const json::Value* id = json::find(*meta, "id");
             id != nullptr && id->IsString() && c.id.empty()) {

@@ -2,6 +2,7 @@
 // the keys SGLang accepts, and the client dialect's defaults made explicit (api-dialects §4.3,
 // §4.4, §10.4, §10.5).
 
+#include "translators/canonical/logprobs.hpp"
 #include "translators/sglang/codec_impl.hpp"
 #include "translators/sglang/wire.hpp"
 
@@ -133,8 +134,21 @@ bool is_written_top_level(std::string_view key, const GenerationRequest& req) {
     if (key == "top_logprobs_num") {
         return req.top_logprobs.has_value();
     }
+    if (key == "logprob_start_len") {
+        return req.prompt_logprob_start.has_value();
+    }
+    if (key == "return_text_in_logprobs") {
+        return req.logprob_text;
+    }
     return key == "text" || key == "input_ids" || key == "input_embeds" ||
            key == "sampling_params" || key == "stream" || key == "rid" || key == "model";
+}
+
+// The prompt's entries are wanted: for their logprobs, or, for an echo of a token-id prompt,
+// for their texts (the client's encoder echoes the prompt from them; SGLang's /generate does not
+// echo, and a text prompt is echoed from the request itself).
+bool needs_prompt_entries(const GenerationRequest& req, bool tokens) {
+    return canonical::wants_prompt_logprobs(req) || (req.echo && tokens);
 }
 
 }  // namespace
@@ -145,11 +159,6 @@ Result<std::string> SglangCodec::encode_request(const GenerationRequest& req,
         return bad_request("chat requests go to SGLang's /v1/chat/completions: /generate takes "
                            "raw text or token ids and applies no chat template",
                            "messages");
-    }
-    if (req.echo) {
-        return bad_request("SGLang's /generate cannot echo the prompt; use /v1/completions "
-                           "without 'echo'",
-                           "echo");
     }
     if (req.prompts.empty()) {
         return bad_request("the request has no prompt", "prompt");
@@ -223,8 +232,30 @@ Result<std::string> SglangCodec::encode_request(const GenerationRequest& req,
             w->EndArray();
         }
     }
-    json::write_optional(*w, "return_logprob", req.return_logprob);
-    json::write_optional(*w, "top_logprobs_num", req.top_logprobs);
+    if (req.dialect == Dialect::sglang) {
+        json::write_optional(*w, "return_logprob", req.return_logprob);
+        json::write_optional(*w, "top_logprobs_num", req.top_logprobs);
+        json::write_optional(*w, "logprob_start_len", req.prompt_logprob_start);
+        if (req.logprob_text) {
+            wire::key(*w, "return_text_in_logprobs");
+            w->Bool(true);
+        }
+    } else if (const bool prompt_entries = needs_prompt_entries(req, tokens);
+               canonical::ask_logprobs(req) || prompt_entries) {
+        wire::key(*w, "return_logprob");
+        w->Bool(true);
+        if (const size_t top = canonical::top_count(req); top > 0) {
+            wire::key(*w, "top_logprobs_num");
+            w->Uint64(top);
+        }
+        // Token texts, not ids: every other dialect shows a token as text.
+        wire::key(*w, "return_text_in_logprobs");
+        w->Bool(true);
+        if (prompt_entries) {
+            wire::key(*w, "logprob_start_len");
+            w->Int64(req.prompt_logprob_start.value_or(0));
+        }
+    }
     if (req.dialect == Dialect::sglang) {
         // Only an SGLang client's unknown keys mean anything to an SGLang server.
         for (const Extra& e : req.extras) {

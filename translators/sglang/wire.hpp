@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <rapidjson/allocators.h>
 #include <rapidjson/writer.h>
@@ -67,12 +68,41 @@ inline void ensure_room(std::string& out, size_t extra) {
 void finish_reason(Writer& w, const canonical::FinishReason* finish,
                    const std::optional<int64_t>& completion_tokens);
 
-// The stable meta_info keys, in SGLang's order: id, finish_reason, prompt_tokens,
-// completion_tokens, cached_tokens. Unknown counts are written as null, never guessed.
+// What an SGLang client asked of log probabilities, and the entries to answer with. With
+// `on` (return_logprob), meta_info carries SGLang's logprob keys (tokenizer_manager.py
+// add_logprob_to_meta_info): input_token_logprobs, output_token_logprobs,
+// output_token_logprobs_length and, with `top` > 0 (top_logprobs_num), input_top_logprobs and
+// output_top_logprobs. Each entry is a [logprob, token_id, text] triple; the text is null
+// unless `text` (return_text_in_logprobs), as SGLang writes it.
+struct LogprobOut {
+    bool on = false;
+    size_t top = 0;
+    bool text = false;
+    const std::vector<canonical::TokenLogprob>* input = nullptr;
+    const std::vector<canonical::TokenLogprob>* output = nullptr;
+};
+
+// The stable meta_info keys, in SGLang's order: id, finish_reason, prompt_tokens, the logprob
+// keys when asked for, completion_tokens, cached_tokens. Unknown counts are written as null,
+// never guessed.
 void meta_info(Writer& w, std::string_view id, const canonical::FinishReason* finish,
                const std::optional<int64_t>& prompt_tokens,
                const std::optional<int64_t>& completion_tokens,
-               const std::optional<int64_t>& cached_tokens);
+               const std::optional<int64_t>& cached_tokens, const LogprobOut* logprobs = nullptr);
+
+// Reads SGLang's logprob keys from meta_info: output_token_logprobs (with output_top_logprobs)
+// into `output`, input_token_logprobs (with input_top_logprobs) into `input`. `output_from`
+// skips output positions already read (a stream: SGLang re-sends every entry so far, unless it
+// runs with --incremental-streaming-output, when the list holds only the new ones and
+// output_token_logprobs_length counts them all); returns the number of output positions known
+// after this event in `output_total`. `delta_lists`: the stream is known to be incremental, for
+// servers older than output_token_logprobs_length. `input` null: skip the prompt's entries (a
+// stream re-sends them on every event). An error message names what is wrong.
+std::optional<std::string> read_logprobs(const json::Value& meta_info,
+                                         std::vector<canonical::TokenLogprob>* input,
+                                         std::vector<canonical::TokenLogprob>& output,
+                                         size_t output_from, size_t& output_total,
+                                         bool delta_lists = false);
 
 // Reads meta_info.finish_reason: the object form (SGLang >= 0.3.1) or the older string form.
 // Returns false when the value is neither (the caller reports the upstream as broken).

@@ -1,6 +1,9 @@
 #include "translators/tgi/codec.hpp"
 
 #include <algorithm>
+#include <cmath>
+
+#include "translators/canonical/logprobs.hpp"
 
 #include "translators/tgi/codec_impl.hpp"
 
@@ -77,6 +80,51 @@ Error TgiCodec::decode_error(int status, std::string_view body) const {
 }
 
 namespace wire {
+
+void token(json::Writer& w, const canonical::TokenAlternative& t, bool prefill) {
+    w.StartObject();
+    key(w, "id");
+    w.Int64(t.id.value_or(0));
+    key(w, "text");
+    string(w, t.token);
+    key(w, "logprob");
+    if (t.logprob) {
+        w.Double(canonical::finite_logprob(*t.logprob));
+    } else if (t.prob) {
+        w.Double(canonical::finite_logprob(std::log(*t.prob)));
+    } else {
+        w.Null();
+    }
+    if (!prefill) {
+        key(w, "special");
+        w.Bool(t.special.value_or(false));
+    }
+    w.EndObject();
+}
+
+std::optional<std::string> read_token(const json::Value& v, const std::string& path,
+                                      canonical::TokenAlternative& out) {
+    if (!v.IsObject()) {
+        return path + " is " + std::string(json::type_name(v)) + ", not an object";
+    }
+    const json::Value* text = json::find(v, "text");
+    if (text == nullptr || !text->IsString()) {
+        return path + ".text is missing or not a string";
+    }
+    out.token.assign(text->GetString(), text->GetStringLength());
+    if (const json::Value* id = json::find(v, "id"); id != nullptr && id->IsInt64()) {
+        out.id = id->GetInt64();
+    }
+    if (const json::Value* lp = json::find(v, "logprob"); lp != nullptr && lp->IsNumber()) {
+        out.logprob = lp->GetDouble();
+    } else if (lp != nullptr && !lp->IsNull()) {
+        return path + ".logprob is not a number";
+    }
+    if (const json::Value* sp = json::find(v, "special"); sp != nullptr && sp->IsBool()) {
+        out.special = sp->GetBool();
+    }
+    return std::nullopt;
+}
 
 std::string_view finish_name(const canonical::FinishReason& f) {
     switch (f.kind) {

@@ -56,6 +56,15 @@ Error error_from(int status, std::string message, std::string_view error_type);
 // A 502 saying what was wrong with the TGI backend's output.
 Error upstream_error(std::string message);
 
+// TGI's Token {id, text, logprob, special} (router/src/lib.rs); `prefill` writes its
+// PrefillToken {id, text, logprob} instead. An unknown id is 0 (TGI's client types require an
+// integer), an unknown logprob null (TGI serializes the NaN of the first prompt token so).
+void token(json::Writer& w, const canonical::TokenAlternative& t, bool prefill = false);
+
+// Reads a Token or PrefillToken object at `path` (logprob null or absent: unknown).
+std::optional<std::string> read_token(const json::Value& v, const std::string& path,
+                                      canonical::TokenAlternative& out);
+
 // Removes the longest stop string that `text` ends with; returns it (nullopt when none).
 std::optional<std::string> trim_stop(std::string& text, const std::vector<std::string>& stops);
 

@@ -2,7 +2,9 @@
 // "stream"?: bool}, decoded from TGI clients and encoded for TGI backends (§10.5, §10.13).
 
 #include <cmath>
+#include <cstdint>
 
+#include "translators/canonical/logprobs.hpp"
 #include "translators/tgi/codec.hpp"
 #include "translators/tgi/codec_impl.hpp"
 
@@ -86,8 +88,24 @@ std::optional<Error> read_parameters(const json::Value& p, GenerationRequest& re
     const std::optional<bool> details = json::get_bool(p, "details", "parameters.details", err);
     const std::optional<bool> full_text =
         json::get_bool(p, "return_full_text", "parameters.return_full_text", err);
+    const std::optional<bool> prefill =
+        json::get_bool(p, "decoder_input_details", "parameters.decoder_input_details", err);
+    const std::optional<int64_t> top_n =
+        json::get_int(p, "top_n_tokens", "parameters.top_n_tokens", err, 0, UINT32_MAX);
     if (err) {
         return as_422(*err);
+    }
+    // Log probabilities (router/src/lib.rs Details, StreamResponse): `details` shows each
+    // token's logprob where the backend has one (never a refusal); top_n_tokens the most likely
+    // alternatives per token; decoder_input_details the prompt's tokens (which also turns
+    // details on, server.rs generate_internal). The server caps top_n_tokens with
+    // --max-top-n-tokens (default 5), which a gateway in front of another engine need not copy.
+    req.logprobs_if_available = details.value_or(false) || prefill.value_or(false);
+    if (top_n.value_or(0) > 0) {
+        req.top_logprobs = top_n;
+    }
+    if (prefill.value_or(false)) {
+        req.prompt_logprob_start = 0;
     }
     if (const json::Value* stop = json::find(p, "stop"); stop != nullptr && !stop->IsNull()) {
         if (!stop->IsArray()) {
@@ -120,7 +138,7 @@ std::optional<Error> read_parameters(const json::Value& p, GenerationRequest& re
     }
     // `details` is TGI's opt-in to finish reasons and counts, like OpenAI's include_usage; the
     // exchange copies include_usage into StreamState, where the stream encoder reads it back.
-    req.include_usage = details.value_or(false);
+    req.include_usage = details.value_or(false) || prefill.value_or(false);
     req.echo = full_text.value_or(false);
     if (!full_text) {
         req.extras.push_back(Extra{std::string(kFullTextUnsetExtra), "true", true});
@@ -132,7 +150,7 @@ std::optional<Error> read_parameters(const json::Value& p, GenerationRequest& re
         static constexpr std::string_view kKnown[] = {
             "max_new_tokens", "temperature", "top_p", "top_k", "repetition_penalty",
             "frequency_penalty", "seed", "do_sample", "details", "return_full_text", "stop",
-            "typical_p"};
+            "typical_p", "top_n_tokens", "decoder_input_details"};
         // clang-format on
         bool known = false;
         for (const std::string_view k : kKnown) {
@@ -159,6 +177,76 @@ std::optional<Error> read_parameters(const json::Value& p, GenerationRequest& re
             const bool inert = !own || canonical::is_inert(key, value, kInert);
             req.sampling_extras.push_back(Extra{std::string(key), std::move(value), inert});
         }
+    }
+    return std::nullopt;
+}
+
+// Where a client of `d` asked for the prompt's log probabilities, and for alternatives.
+std::string prompt_logprobs_param(Dialect d) {
+    switch (d) {
+        case Dialect::sglang:
+            return "logprob_start_len";
+        case Dialect::tgi:
+            return "parameters.decoder_input_details";
+        default:
+            return "echo";  // OpenAI completions: echo with logprobs
+    }
+}
+std::string top_param(Dialect d) {
+    switch (d) {
+        case Dialect::openai_completions:
+            return "logprobs";
+        case Dialect::openai_chat:
+            return "top_logprobs";
+        case Dialect::sglang:
+            return "top_logprobs_num";
+        case Dialect::tgi:
+            return "parameters.top_n_tokens";
+        case Dialect::llamacpp:
+            return "n_probs";
+        default:
+            return "top_logprobs";
+    }
+}
+
+// TGI's default --max-top-n-tokens: a larger top_n_tokens fails there with a 422 naming
+// `top_n_tokens`, which a client of another dialect never sent.
+constexpr int64_t kMaxTopNTokens = 5;
+
+std::optional<Error> check_logprobs(const GenerationRequest& req, const SamplingParams& sp,
+                                    bool stream) {
+    if (canonical::wants_prompt_logprobs(req) && stream && req.dialect == Dialect::tgi) {
+        // A TGI client on /generate_stream: TGI's own validation error.
+        return invalid("`decoder_input_details` == true is not supported when streaming tokens",
+                       "parameters.decoder_input_details");
+    }
+    if (canonical::wants_prompt_logprobs(req) && stream) {
+        // TGI refuses decoder_input_details on streams (ValidationError::PrefillDetailsStream).
+        return canonical::no_logprobs(
+            prompt_logprobs_param(req.dialect), "TGI's /generate_stream",
+            "TGI reports the prompt's log probabilities only without streaming: send the request "
+            "with \"stream\": false");
+    }
+    if (req.dialect != Dialect::tgi && req.top_logprobs.value_or(0) > kMaxTopNTokens) {
+        const std::string param = top_param(req.dialect);
+        return canonical::bad_request(
+            "'" + param + "' asks for " + std::to_string(*req.top_logprobs) +
+                " alternatives per token; a TGI backend gives at most " +
+                std::to_string(kMaxTopNTokens) + " (its --max-top-n-tokens default): send " +
+                std::to_string(kMaxTopNTokens) + " or fewer",
+            param);
+    }
+    if (sp.max_tokens && *sp.max_tokens == 0) {
+        // TGI requires max_new_tokens >= 1 (ValidationError::NegativeMaxNewTokens). Asking for
+        // one token and dropping it would bill a token and report a finish that did not happen;
+        // a request that only scores its prompt needs a backend that can generate nothing.
+        const std::string param = canonical::client_param(req.dialect, "max_tokens");
+        return canonical::bad_request(
+            "'" + param +
+                "' is 0, but TGI generates at least one token (max_new_tokens must be "
+                "strictly positive): send 1 or more, or use an SGLang or vLLM backend to score a "
+                "prompt alone",
+            param);
     }
     return std::nullopt;
 }
@@ -290,6 +378,11 @@ Result<GenerationRequest> TgiCodec::decode_request(std::string_view body) const 
     }
     // Without `parameters` TGI samples (do_sample defaults to true): canonical leaves
     // temperature unset, the "client did not say" that means default sampling everywhere.
+    if (req.prompt_logprob_start && req.stream) {
+        // TGI's ValidationError::PrefillDetailsStream (router/src/validation.rs).
+        return invalid("`decoder_input_details` == true is not supported when streaming tokens",
+                       "parameters.decoder_input_details");
+    }
     if (req.echo && req.stream) {
         return invalid(
             "'parameters.return_full_text' is not supported on streams by this gateway (the "
@@ -310,6 +403,9 @@ Result<std::string> TgiCodec::encode_request(const GenerationRequest& req,
                                              const UpstreamOptions& options) const {
     const SamplingParams& sp = req.item_sampling.empty() ? req.sampling : req.item_sampling[0];
     if (auto err = untranslatable(req, sp)) {
+        return *err;
+    }
+    if (auto err = check_logprobs(req, sp, options.stream)) {
         return *err;
     }
     std::string out;
@@ -375,6 +471,15 @@ Result<std::string> TgiCodec::encode_request(const GenerationRequest& req,
             wire::string(w, s);
         }
         w.EndArray();
+    }
+    // details (always sent) carries each token's logprob; these ask for the rest.
+    if (const size_t top = canonical::top_count(req); top > 0) {
+        wire::key(w, "top_n_tokens");
+        w.Uint64(top);
+    }
+    if (canonical::wants_prompt_logprobs(req)) {
+        wire::key(w, "decoder_input_details");
+        w.Bool(true);
     }
     if (req.dialect == Dialect::tgi) {
         // TGI → TGI: its own parameters pass through (nothing else would understand them).

@@ -1,6 +1,9 @@
 // Whole TGI /generate responses (api-dialects §5.4): {"generated_text": ..., "details"?: {...}},
 // wrapped in a JSON array on POST /.
 
+#include <algorithm>
+
+#include "translators/canonical/logprobs.hpp"
 #include "translators/tgi/codec.hpp"
 #include "translators/tgi/codec_impl.hpp"
 
@@ -44,16 +47,107 @@ void write_one(const GenerationResult& result, const GenerationRequest& req, jso
         } else {
             w.Null();
         }
-        // No per-token data survives the canonical model; TGI's own shape keeps the keys.
+        // Empty lists where the backend gave no entries (TGI's own shape keeps the keys).
         wire::key(w, "prefill");
         w.StartArray();
+        if (c != nullptr && canonical::wants_prompt_logprobs(req)) {
+            for (const canonical::TokenLogprob& t : c->prompt_logprobs) {
+                wire::token(w, t, true);
+            }
+        }
         w.EndArray();
         wire::key(w, "tokens");
         w.StartArray();
+        if (c != nullptr) {
+            for (const canonical::TokenLogprob& t : c->logprobs) {
+                wire::token(w, t);
+            }
+        }
         w.EndArray();
+        // One list per generated token, written only when not empty (skip_serializing_if).
+        const size_t top = canonical::top_count(req);
+        if (c != nullptr && top > 0 && !c->logprobs.empty()) {
+            wire::key(w, "top_tokens");
+            w.StartArray();
+            for (const canonical::TokenLogprob& t : c->logprobs) {
+                w.StartArray();
+                for (size_t i = 0; i < std::min(top, t.top.size()); ++i) {
+                    wire::token(w, t.top[i]);
+                }
+                w.EndArray();
+            }
+            w.EndArray();
+        }
         w.EndObject();
     }
     w.EndObject();
+}
+
+std::optional<std::string> read_list(const json::Value& d, std::string_view name,
+                                     const json::Value*& out) {
+    out = json::find(d, name);
+    if (out != nullptr && !out->IsNull() && !out->IsArray()) {
+        return "details." + std::string(name) + " that is " + std::string(json::type_name(*out)) +
+               ", not a list";
+    }
+    if (out != nullptr && out->IsNull()) {
+        out = nullptr;
+    }
+    return std::nullopt;
+}
+
+// details.tokens (with details.top_tokens, one list per token) and details.prefill, the prompt's
+// tokens from the first (whose logprob is null) on, of which the client wants those from
+// prompt_logprob_start.
+std::optional<std::string> read_entries(const json::Value& d, const GenerationRequest& req,
+                                        Choice& c) {
+    const json::Value* tokens = nullptr;
+    const json::Value* tops = nullptr;
+    const json::Value* prefill = nullptr;
+    if (auto e = read_list(d, "tokens", tokens)) {
+        return e;
+    }
+    if (auto e = read_list(d, "top_tokens", tops)) {
+        return e;
+    }
+    if (auto e = read_list(d, "prefill", prefill)) {
+        return e;
+    }
+    if (tokens != nullptr) {
+        for (rapidjson::SizeType i = 0; i < tokens->Size(); ++i) {
+            const std::string at = "details.tokens[" + std::to_string(i) + "]";
+            canonical::TokenLogprob t;
+            if (auto e = wire::read_token((*tokens)[i], at, t)) {
+                return e;
+            }
+            if (tops != nullptr && i < tops->Size() && (*tops)[i].IsArray()) {
+                const json::Value& alts = (*tops)[i];
+                for (rapidjson::SizeType k = 0; k < alts.Size(); ++k) {
+                    canonical::TokenAlternative alt;
+                    const std::string alt_at =
+                        "details.top_tokens[" + std::to_string(i) + "][" + std::to_string(k) + "]";
+                    if (auto e = wire::read_token(alts[k], alt_at, alt)) {
+                        return e;
+                    }
+                    t.top.push_back(std::move(alt));
+                }
+            }
+            c.logprobs.push_back(std::move(t));
+        }
+    }
+    if (prefill != nullptr && canonical::wants_prompt_logprobs(req)) {
+        const auto from = static_cast<rapidjson::SizeType>(
+            std::max<int64_t>(0, req.prompt_logprob_start.value_or(0)));
+        for (rapidjson::SizeType i = from; i < prefill->Size(); ++i) {
+            canonical::TokenLogprob t;
+            if (auto e = wire::read_token((*prefill)[i],
+                                          "details.prefill[" + std::to_string(i) + "]", t)) {
+                return e;
+            }
+            c.prompt_logprobs.push_back(std::move(t));
+        }
+    }
+    return std::nullopt;
 }
 
 }  // namespace
@@ -125,6 +219,9 @@ Result<GenerationResult> TgiCodec::decode_response(std::string_view body,
         } else if (json::view(*f) == "stop_sequence") {
             std::string copy = choice.text;
             choice.finish.matched_text = wire::trim_stop(copy, req.sampling.stop);
+        }
+        if (auto e = read_entries(*d, req, choice)) {
+            return wire::upstream_error("the TGI backend sent " + *e);
         }
         if (const json::Value* n = json::find(*d, "generated_tokens"); n != nullptr) {
             if (!n->IsInt64() || n->GetInt64() < 0) {

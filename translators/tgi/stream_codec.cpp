@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "translators/canonical/logprobs.hpp"
 #include "translators/canonical/stop_trim.hpp"
 #include "translators/framing/framing.hpp"
 #include "translators/tgi/codec_impl.hpp"
@@ -29,6 +30,8 @@ void end_data(std::string& out) { out.append("\n\n"); }
 void write_event(const StreamState& s, const ChoiceState& c, int64_t index, int64_t id,
                  std::string_view text, bool special, const FinishReason* final_finish,
                  std::string& out) {
+    // The token's logprob entry, when the backend gave one (held with the token: c.logprobs).
+    const canonical::TokenLogprob* entry = c.logprobs.empty() ? nullptr : &c.logprobs.back();
     begin_data(out);
     {
         json::StringOut os{&out};
@@ -37,18 +40,24 @@ void write_event(const StreamState& s, const ChoiceState& c, int64_t index, int6
         wire::key(w, "index");
         w.Int64(index);
         wire::key(w, "token");
-        w.StartObject();
-        wire::key(w, "id");
-        w.Int64(id);
-        wire::key(w, "text");
-        wire::string(w, text);
-        wire::key(w, "logprob");
-        w.Null();
-        wire::key(w, "special");
-        w.Bool(special);
-        w.EndObject();
-        wire::key(w, "top_tokens");
-        w.Null();
+        canonical::TokenAlternative tok;
+        if (entry != nullptr) {
+            tok = *entry;
+        }
+        tok.id = id != 0 || !tok.id ? id : *tok.id;
+        tok.token = std::string(text);
+        tok.special = entry != nullptr && entry->special ? *entry->special : special;
+        wire::token(w, tok);
+        // TGI writes top_tokens only when not empty (router/src/lib.rs StreamResponse).
+        const size_t top = s.top_logprobs;
+        if (top > 0 && entry != nullptr && !entry->top.empty()) {
+            wire::key(w, "top_tokens");
+            w.StartArray();
+            for (size_t i = 0; i < std::min(top, entry->top.size()); ++i) {
+                wire::token(w, entry->top[i]);
+            }
+            w.EndArray();
+        }
         wire::key(w, "generated_text");
         if (final_finish != nullptr) {
             wire::string(w, c.text);
@@ -87,6 +96,7 @@ void write_held(const StreamState& s, ChoiceState& c, std::string& out) {
     const std::string_view text = std::string_view(c.text).substr(std::min(c.sent, c.text.size()));
     write_event(s, c, *c.held_token_index, c.held_token_id.value_or(0), text, text.empty(), nullptr,
                 out);
+    c.logprobs.clear();
     c.sent = c.text.size();
     c.held_token_index.reset();
     c.held_token_id.reset();
@@ -102,6 +112,7 @@ void write_final(const StreamState& s, ChoiceState& c, const FinishReason& finis
     const std::string_view tail = std::string_view(c.text).substr(std::min(c.sent, c.text.size()));
     const int64_t index = c.held_token_index.value_or(c.completion_tokens + 1);
     write_event(s, c, index, c.held_token_id.value_or(0), tail, tail.empty(), &finish, out);
+    c.logprobs.clear();
     c.sent = c.text.size();
     c.finished = true;
     c.held_finish.reset();
@@ -139,6 +150,10 @@ void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
     if (token) {
         write_held(s, c, out);  // it was not the last
     }
+    if (!event.logprobs.empty()) {
+        // One event per token: a chunk of several tokens goes out as one, with the last entry.
+        c.logprobs.assign(1, event.logprobs.back());
+    }
     c.text.append(event.text);
     if (event.usage.completion_tokens) {
         c.completion_tokens = *event.usage.completion_tokens;
@@ -166,6 +181,7 @@ void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
     } else if (token) {
         write_event(s, c, c.completion_tokens, event.token_ids.empty() ? 0 : event.token_ids.back(),
                     std::string_view(c.text).substr(c.sent), false, nullptr, out);
+        c.logprobs.clear();
         c.sent = c.text.size();
     }
     if (finishing) {
@@ -286,6 +302,16 @@ void TgiCodec::encode_stream_event(const StreamEvent& event, StreamState& state,
     if (state.ended) {
         return;
     }
+    if (state.prompt_logprob_start) {
+        // decoder_input_details on /generate_stream: TGI answers the stream with this in-band
+        // error and nothing else (server.rs generate_stream_internal, PrefillDetailsStream).
+        encode_stream_error(wire::error_from(422,
+                                             "`decoder_input_details` == true is not supported "
+                                             "when streaming tokens",
+                                             "validation"),
+                            state, out);
+        return;
+    }
     switch (event.type) {
         case StreamEvent::Type::chunk:
             if (event.finish && event.finish->kind == FinishKind::abort) {
@@ -380,6 +406,24 @@ void TgiCodec::decode_stream_event(std::string_view data, StreamState& state,
         if (const json::Value* id = json::find(*token, "id"); id != nullptr && id->IsInt64()) {
             ev.token_ids.push_back(id->GetInt64());
         }
+        canonical::TokenLogprob entry;
+        if (auto e = wire::read_token(*token, "token", entry)) {
+            out.push_back(error_event(malformed(*e)));
+            return;
+        }
+        if (const json::Value* tops = json::find(doc, "top_tokens");
+            tops != nullptr && tops->IsArray()) {
+            for (rapidjson::SizeType k = 0; k < tops->Size(); ++k) {
+                canonical::TokenAlternative alt;
+                if (auto e = wire::read_token((*tops)[k], "top_tokens[" + std::to_string(k) + "]",
+                                              alt)) {
+                    out.push_back(error_event(malformed(*e)));
+                    return;
+                }
+                entry.top.push_back(std::move(alt));
+            }
+        }
+        ev.logprobs.push_back(std::move(entry));
         const json::Value* special = json::find(*token, "special");
         // Special tokens (EOS) are not part of the text (§5.5, §10.13).
         if (special == nullptr || !special->IsBool() || !special->GetBool()) {
@@ -405,7 +449,7 @@ void TgiCodec::decode_stream_event(std::string_view data, StreamState& state,
     // Hold back a tail that may be the start of a stop string (its first byte starts a code
     // point, so the cut never splits one).
     const size_t limit = c.text.size() - stop_prefix_tail(c.text, state.stop);
-    if (limit <= c.sent && ev.token_ids.empty()) {
+    if (limit <= c.sent && ev.token_ids.empty() && ev.logprobs.empty()) {
         return;
     }
     if (limit > c.sent) {

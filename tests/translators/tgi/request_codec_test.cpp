@@ -86,11 +86,12 @@ TEST_CASE("tgi decode: every named parameter, extras kept") {
             meaningful.push_back(e.key);
         }
     }
-    CHECK(keys == std::vector<std::string>{"best_of", "truncate", "watermark", "top_n_tokens",
-                                           "grammar", "decoder_input_details", "foo"});
-    CHECK(meaningful ==
-          std::vector<std::string>{"best_of", "truncate", "watermark", "top_n_tokens", "grammar"});
-    CHECK(req.sampling_extras[4].json == R"({"type":"regex","value":"a+"})");
+    // top_n_tokens and decoder_input_details are canonical (log probabilities), not extras.
+    CHECK(req.top_logprobs == 3);
+    CHECK_FALSE(req.prompt_logprob_start);
+    CHECK(keys == std::vector<std::string>{"best_of", "truncate", "watermark", "grammar", "foo"});
+    CHECK(meaningful == std::vector<std::string>{"best_of", "truncate", "watermark", "grammar"});
+    CHECK(req.sampling_extras[3].json == R"({"type":"regex","value":"a+"})");
     // "custom", and the marker that return_full_text was not given (POST / defaults it on).
     REQUIRE(req.extras.size() == 2);
     CHECK(req.extras[0].key == infergate::translators::tgi::kFullTextUnsetExtra);
@@ -211,10 +212,16 @@ TEST_CASE("tgi encode: chat-default clients and TGI pass-through") {
 
     auto tgi_req = decode_ok(
         R"({"inputs":"Hi","parameters":{"details":false,"max_new_tokens":3,"truncate":10,"decoder_input_details":true}})");
-    CHECK(encode_ok(tgi_req) ==
-          R"({"inputs":"Hi","parameters":{"details":true,"max_new_tokens":3,"do_sample":false,"truncate":10,"decoder_input_details":true},"stream":false})");
-    // TGI refuses decoder_input_details on streams
-    CHECK(encode_ok(tgi_req, true).find("decoder_input_details") == std::string::npos);
+    CHECK(
+        encode_ok(tgi_req) ==
+        R"({"inputs":"Hi","parameters":{"details":true,"max_new_tokens":3,"do_sample":false,"decoder_input_details":true,"truncate":10},"stream":false})");
+    // TGI refuses decoder_input_details on streams (PrefillDetailsStream): so does the encoder,
+    // rather than drop what the client asked for.
+    UpstreamOptions streamed;
+    streamed.stream = true;
+    auto refused = tgi().encode_request(tgi_req, streamed);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().param == "parameters.decoder_input_details");
 }
 
 TEST_CASE("tgi encode: what TGI cannot do is a 400 naming the field") {

@@ -181,13 +181,13 @@ TEST_CASE("tgi encode stream: exact bytes of token and final events") {
     tgi().encode_stream_event(chunk("Hello", 1), s, out);
     CHECK(out ==
           "data:{\"index\":1,\"token\":{\"id\":0,\"text\":\"Hello\",\"logprob\":null,"
-          "\"special\":false},\"top_tokens\":null,\"generated_text\":null,\"details\":null}\n\n");
+          "\"special\":false},\"generated_text\":null,\"details\":null}\n\n");
     out.clear();
     // a chunk of three tokens is one event carrying the whole delta
     tgi().encode_stream_event(finishing(chunk(" world!", 4), FinishKind::length), s, out);
     CHECK(out ==
           "data:{\"index\":4,\"token\":{\"id\":0,\"text\":\" world!\",\"logprob\":null,"
-          "\"special\":false},\"top_tokens\":null,\"generated_text\":\"Hello world!\","
+          "\"special\":false},\"generated_text\":\"Hello world!\","
           "\"details\":null}\n\n");
     out.clear();
     tgi().encode_stream_event(chunk("late"), s, out);  // after the finish: nothing
@@ -214,7 +214,7 @@ TEST_CASE("tgi encode stream: details held until the usage report") {
     // The exact count (2) includes the last token: indexes run 1, 2 like generated_tokens.
     CHECK(out ==
           "data:{\"index\":2,\"token\":{\"id\":0,\"text\":\"\",\"logprob\":null,"
-          "\"special\":true},\"top_tokens\":null,\"generated_text\":\"Hi\",\"details\":{"
+          "\"special\":true},\"generated_text\":\"Hi\",\"details\":{"
           "\"finish_reason\":\"stop_sequence\",\"generated_tokens\":2,\"seed\":null,"
           "\"input_length\":5}}\n\n");
     out.clear();
@@ -232,7 +232,7 @@ TEST_CASE("tgi encode stream: details held until the usage report") {
     tgi().encode_stream_end(t, out);
     CHECK(out ==
           "data:{\"index\":1,\"token\":{\"id\":0,\"text\":\"abc\",\"logprob\":null,"
-          "\"special\":false},\"top_tokens\":null,\"generated_text\":\"abc\",\"details\":{"
+          "\"special\":false},\"generated_text\":\"abc\",\"details\":{"
           "\"finish_reason\":\"length\",\"generated_tokens\":1,\"seed\":null}}\n\n");
     const size_t size = out.size();
     tgi().encode_stream_end(t, out);
