@@ -426,12 +426,18 @@ std::optional<canonical::Error> decode_sampling(const json::Value& doc, Api api,
                                "top_logprobs"));
         }
     } else {
-        // Completions' logprobs is an int: the number of top alternatives per token.
+        // Completions' logprobs is an int: the number of top alternatives per token (0: the
+        // chosen token's only).
         req.top_logprobs = r.integer("logprobs", "logprobs", 0, 5);
         if (req.top_logprobs) {
             req.return_logprob = true;
         }
         req.echo = r.boolean("echo", "echo").value_or(false);
+        if (req.echo && req.return_logprob) {
+            // An echo with logprobs scores the prompt too (vLLM: prompt_logprobs = logprobs),
+            // from its first token: what lm-evaluation-harness's loglikelihood reads.
+            req.prompt_logprob_start = 0;
+        }
     }
     req.stream = r.boolean("stream", "stream").value_or(false);
     if (r.error()) {
