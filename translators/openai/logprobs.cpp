@@ -81,6 +81,43 @@ size_t token_text_length(const std::vector<TokenLogprob>& entries) {
     return n;
 }
 
+void split_echoed_prompt(std::string& text, std::vector<TokenLogprob>& entries,
+                         std::vector<TokenLogprob>& prompt_out, const canonical::Prompt* prompt,
+                         std::optional<int64_t> prompt_tokens, int64_t start) {
+    size_t count = 0;
+    if (prompt != nullptr && prompt->is_tokens) {
+        count = prompt->token_ids.size();
+    } else if (prompt_tokens) {
+        count = static_cast<size_t>(std::max<int64_t>(0, *prompt_tokens));
+    } else {
+        const size_t length = prompt != nullptr ? canonical::code_points(prompt->text) : 0;
+        for (size_t offset = 0; count < entries.size() && offset < length; ++count) {
+            offset += canonical::code_points(entries[count].token);
+        }
+    }
+    count = std::min(count, entries.size());
+    const auto split = entries.begin() + static_cast<std::ptrdiff_t>(count);
+    std::string entry_text;
+    for (auto it = entries.begin(); it != split; ++it) {
+        entry_text += it->token;
+    }
+    const size_t from = std::min(static_cast<size_t>(std::max<int64_t>(0, start)), count);
+    prompt_out.insert(prompt_out.end(),
+                      std::make_move_iterator(entries.begin() + static_cast<std::ptrdiff_t>(from)),
+                      std::make_move_iterator(split));
+    entries.erase(entries.begin(), split);
+    const std::string_view own = prompt != nullptr && !prompt->is_tokens
+                                     ? std::string_view(prompt->text)
+                                     : std::string_view();
+    // The engine writes the prompt's own text; a token-id prompt's is its detokenized text,
+    // which the entries' token texts make up.
+    if (!own.empty() && std::string_view(text).substr(0, own.size()) == own) {
+        text.erase(0, own.size());
+    } else if (std::string_view(text).substr(0, entry_text.size()) == entry_text) {
+        text.erase(0, entry_text.size());
+    }
+}
+
 void write_completion_logprobs(json::Writer& w, const std::vector<TokenLogprob>* prompt,
                                const std::vector<TokenLogprob>& generated, size_t& offset,
                                size_t top) {

@@ -39,6 +39,17 @@ void write_chat_logprobs(json::Writer& w, const std::vector<canonical::TokenLogp
 std::optional<std::string> read_logprobs(const json::Value* logprobs, std::string_view path,
                                          std::vector<canonical::TokenLogprob>& out);
 
+// A backend asked for the prompt's logprobs echoed the prompt (vLLM and SGLang: `echo` with
+// `logprobs`): the first entries of `entries` are the prompt's and `text` begins with its text.
+// Moves those entries from index `start` on to `prompt_out` (the rest are dropped) and strips the
+// text. How many are the prompt's: a token-id prompt's length, else `prompt_tokens` (the
+// backend's count for this prompt, when known), else the entries whose text lies within the
+// prompt's text. The text stripped is the prompt's own, or the prompt entries' token texts.
+void split_echoed_prompt(std::string& text, std::vector<canonical::TokenLogprob>& entries,
+                         std::vector<canonical::TokenLogprob>& prompt_out,
+                         const canonical::Prompt* prompt, std::optional<int64_t> prompt_tokens,
+                         int64_t start);
+
 // A token's text offsets as the completions object counts them (code points of the token
 // texts): the total over `entries`.
 size_t token_text_length(const std::vector<canonical::TokenLogprob>& entries);

@@ -83,7 +83,13 @@ void write_choice_logprobs(json::Writer& w, const Choice& c, const GenerationReq
     }
     const bool echo_entries = req.echo && canonical::wants_prompt_logprobs(req);
     static const std::vector<canonical::TokenLogprob> kNone;
+    // Offsets are into the text the client gets: past an echoed prompt that has no entries.
     size_t offset = 0;
+    if (echo_entries && c.prompt_logprobs.empty()) {
+        if (auto prompt = echoed_prompt(c, req, api)) {
+            offset = canonical::code_points(*prompt);
+        }
+    }
     write_completion_logprobs(w, echo_entries ? &c.prompt_logprobs : nullptr,
                               scoring_only(req, api) ? kNone : c.logprobs, offset, top);
 }
@@ -93,57 +99,18 @@ void write_finish(json::Writer& w, const canonical::FinishReason& finish, Api ap
     json::string(w, whole_finish_reason(finish.kind, api));
 }
 
-// How many of a choice's entries are its prompt's, when the backend was asked to echo it for
-// its logprobs: a token-id prompt's length, the single prompt's usage.prompt_tokens, else the
-// entries whose text lies within the prompt text.
-size_t prompt_entry_count(const Choice& c, const GenerationRequest& req,
-                          const std::optional<int64_t>& prompt_tokens) {
+// The backend echoed the prompt (asked for its logprobs only): its entries go to
+// prompt_logprobs and its text off the front of Choice::text.
+void split_echo(Choice& c, const GenerationRequest& req,
+                const std::optional<int64_t>& prompt_tokens) {
     const int n = req.sampling.n > 0 ? req.sampling.n : 1;
     const size_t prompt_index = static_cast<size_t>(std::max(c.index, 0) / n);
     const canonical::Prompt* p =
         prompt_index < req.prompts.size() ? &req.prompts[prompt_index] : nullptr;
-    if (p != nullptr && p->is_tokens) {
-        return p->token_ids.size();
-    }
-    if (req.prompts.size() == 1 && prompt_tokens) {
-        return static_cast<size_t>(std::max<int64_t>(0, *prompt_tokens));
-    }
-    const size_t length = p != nullptr ? canonical::code_points(p->text) : 0;
-    size_t count = 0;
-    for (size_t offset = 0; count < c.logprobs.size() && offset < length; ++count) {
-        offset += canonical::code_points(c.logprobs[count].token);
-    }
-    return count;
-}
-
-// The backend echoed the prompt (asked for its logprobs only): its entries go to
-// prompt_logprobs (from prompt_logprob_start) and its text off the front of Choice::text.
-void split_echo(Choice& c, const GenerationRequest& req,
-                const std::optional<int64_t>& prompt_tokens) {
-    const size_t count = std::min(prompt_entry_count(c, req, prompt_tokens), c.logprobs.size());
-    const auto split = c.logprobs.begin() + static_cast<std::ptrdiff_t>(count);
-    std::string entry_text;
-    for (auto it = c.logprobs.begin(); it != split; ++it) {
-        entry_text += it->token;
-    }
-    const size_t start = static_cast<size_t>(std::max<int64_t>(0, *req.prompt_logprob_start));
-    c.prompt_logprobs.assign(
-        c.logprobs.begin() + static_cast<std::ptrdiff_t>(std::min(start, count)), split);
-    c.logprobs.erase(c.logprobs.begin(), split);
-    const int n = req.sampling.n > 0 ? req.sampling.n : 1;
-    const size_t prompt_index = static_cast<size_t>(std::max(c.index, 0) / n);
-    std::string_view prompt_text;
-    if (prompt_index < req.prompts.size() && !req.prompts[prompt_index].is_tokens) {
-        prompt_text = req.prompts[prompt_index].text;
-    }
-    // The engine writes the prompt's own text; a token-id prompt's is its detokenized text,
-    // which the entries' token texts make up.
-    if (!prompt_text.empty() &&
-        std::string_view(c.text).substr(0, prompt_text.size()) == prompt_text) {
-        c.text.erase(0, prompt_text.size());
-    } else if (std::string_view(c.text).substr(0, entry_text.size()) == entry_text) {
-        c.text.erase(0, entry_text.size());
-    }
+    // usage.prompt_tokens counts every prompt of a batch: only a single prompt's is its own.
+    split_echoed_prompt(c.text, c.logprobs, c.prompt_logprobs, p,
+                        req.prompts.size() == 1 ? prompt_tokens : std::nullopt,
+                        req.prompt_logprob_start.value_or(0));
 }
 
 }  // namespace

@@ -215,6 +215,17 @@ TEST_SUITE("openai logprobs: response encode (client)") {
         CHECK(choice_member(out, "logprobs") == R"({"content":[]})");
     }
 
+    TEST_CASE("echo when the backend gave no prompt entries: offsets still count the prompt") {
+        const GenerationRequest req = decode_req(completions(), kHarness);
+        GenerationResult r = harness_result();
+        r.choices[0].prompt_logprobs.clear();
+        std::string out;
+        completions().encode_response(r, req, out);
+        CHECK(choice_member(out, "logprobs") ==
+              R"({"text_offset":[7],"token_logprobs":[-0.75],"tokens":[" sat"],)"
+              R"("top_logprobs":[{" sat":-0.75}]})");
+    }
+
     TEST_CASE("max_tokens 0 with echo scores the prompt alone (vLLM: only return the prompt)") {
         GenerationRequest req = decode_req(
             completions(), R"({"prompt":"The cat","max_tokens":0,"logprobs":1,"echo":true})");
