@@ -27,6 +27,10 @@ struct ChoiceState {
     // carries generated_text): its index and id; its text is text[sent..].
     std::optional<int64_t> held_token_index;
     std::optional<int64_t> held_token_id;
+    // OpenAI completions logprobs: code points of text_offset written so far (the client's
+    // encoder); the prompt was echoed, or its entries split off (first chunk of the choice).
+    size_t text_offset = 0;
+    bool prompt_done = false;
     int blocks = 0;       // Anthropic: content blocks started (the next block's index)
     int text_block = -1;  // Anthropic: index of the open text block, -1 when none is open
 };
@@ -45,6 +49,17 @@ struct StreamState {
     std::optional<int64_t> max_tokens;
     std::vector<std::string> request_ids;  // SGLang rids
     std::string prompt;  // the prompt text, for dialects whose wire echoes it (vLLM legacy)
+    // Log probabilities (translators/openai init_stream_state sets them from the request).
+    // Client encoder: `logprobs` the client wants them (canonical::wants_logprobs), with
+    // `top_logprobs` alternatives (top_count). Upstream decoder: `prompt_logprob_start` the
+    // backend was asked for the prompt's and echoes it on each choice's first chunk.
+    bool logprobs = false;
+    size_t top_logprobs = 0;
+    std::optional<int64_t> prompt_logprob_start;
+    // OpenAI completions echo (client encoder: put in front; upstream decoder: strip): each
+    // prompt, as the request has it (a token-id prompt's text comes from its entries).
+    bool echo = false;
+    std::vector<Prompt> prompts;
     // Stop strings the upstream trims. A cumulative decoder holds back a tail that may still
     // turn out to be the start of one, because text sent as a delta can never be taken back.
     std::vector<std::string> stop;
