@@ -432,3 +432,169 @@ TEST_SUITE("openai logprobs: response decode (upstream)") {
         CHECK(r.error().message.find("choices[0].logprobs.token_logprobs") != std::string::npos);
     }
 }
+
+namespace {
+
+using infergate::canonical::StreamEvent;
+using infergate::canonical::StreamState;
+
+// The `data:` payloads of an SSE body.
+std::vector<std::string> payloads(const std::string& sse) {
+    std::vector<std::string> out;
+    for (size_t at = sse.find("data: "); at != std::string::npos; at = sse.find("data: ", at)) {
+        const size_t end = sse.find("\n\n", at);
+        out.push_back(sse.substr(at + 6, end - at - 6));
+        at = end;
+    }
+    return out;
+}
+
+std::string member_of(const std::string& payload, std::string_view key) {
+    return choice_member(payload, key);
+}
+
+}  // namespace
+
+TEST_SUITE("openai logprobs: streams") {
+    TEST_CASE("completions client: echo and prompt entries on the first chunk, offsets continue") {
+        GenerationRequest req = decode_req(
+            completions(), R"({"prompt":"The cat","max_tokens":2,"logprobs":1,"echo":true,)"
+                           R"("stream":true})");
+        StreamState state;
+        state.n = 1;
+        state.max_tokens = req.sampling.max_tokens;
+        openai::init_stream_state(state, req);
+        const GenerationResult whole = harness_result();
+        StreamEvent first;
+        first.text = " sat";
+        first.logprobs = whole.choices[0].logprobs;
+        first.prompt_logprobs = whole.choices[0].prompt_logprobs;
+        StreamEvent second;
+        second.text = " on";
+        second.logprobs = {entry(" on", -0.5, {alt(" on", -0.5)})};
+        second.finish = infergate::canonical::FinishReason{};
+        second.finish->kind = FinishKind::length;
+        std::string out;
+        completions().encode_stream_event(first, state, out);
+        completions().encode_stream_event(second, state, out);
+        const auto chunks = payloads(out);
+        REQUIRE(chunks.size() == 3);  // text, text, finish
+        CHECK(member_of(chunks[0], "text") == R"("The cat sat")");
+        CHECK(member_of(chunks[0], "logprobs") == kHarnessLogprobs);
+        CHECK(member_of(chunks[1], "text") == R"(" on")");
+        CHECK(member_of(chunks[1], "logprobs") ==
+              R"({"text_offset":[11],"token_logprobs":[-0.5],"tokens":[" on"],)"
+              R"("top_logprobs":[{" on":-0.5}]})");
+        CHECK(member_of(chunks[2], "logprobs") == "null");
+        CHECK(member_of(chunks[2], "finish_reason") == R"("length")");
+    }
+
+    TEST_CASE("completions client: null when not asked; echo without logprobs still counts") {
+        GenerationRequest req =
+            decode_req(completions(), R"({"prompt":"Hi","echo":true,"stream":true})");
+        StreamState state;
+        openai::init_stream_state(state, req);
+        StreamEvent ev;
+        ev.text = "!";
+        std::string out;
+        completions().encode_stream_event(ev, state, out);
+        const auto chunks = payloads(out);
+        REQUIRE(chunks.size() == 1);
+        CHECK(member_of(chunks[0], "text") == R"("Hi!")");
+        CHECK(member_of(chunks[0], "logprobs") == "null");
+    }
+
+    TEST_CASE("completions client: max_tokens 0 with echo streams the prompt alone") {
+        GenerationRequest req = decode_req(
+            completions(),
+            R"({"prompt":"The cat","max_tokens":0,"logprobs":1,"echo":true,"stream":true})");
+        StreamState state;
+        state.max_tokens = req.sampling.max_tokens;
+        openai::init_stream_state(state, req);
+        StreamEvent ev;
+        ev.text = " sat";  // the token a backend had to be asked for
+        ev.logprobs = harness_result().choices[0].logprobs;
+        ev.prompt_logprobs = harness_result().choices[0].prompt_logprobs;
+        ev.finish = infergate::canonical::FinishReason{};
+        ev.finish->kind = FinishKind::length;
+        std::string out;
+        completions().encode_stream_event(ev, state, out);
+        const auto chunks = payloads(out);
+        REQUIRE(chunks.size() == 2);
+        CHECK(member_of(chunks[0], "text") == R"("The cat")");
+        CHECK(member_of(chunks[0], "logprobs") ==
+              R"({"text_offset":[0,3],"token_logprobs":[null,-2.5],"tokens":["The"," cat"],)"
+              R"("top_logprobs":[null,{" cat":-2.5," dog":-1.5}]})");
+    }
+
+    TEST_CASE("chat client: the delta's logprobs, the empty form when the backend sent none") {
+        GenerationRequest req =
+            decode_req(chat(), R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,)"
+                               R"("top_logprobs":1,"stream":true})");
+        StreamState state;
+        openai::init_stream_state(state, req);
+        StreamEvent ev;
+        ev.text = "Hi";
+        ev.logprobs = {entry("Hi", -0.5, {alt("Hi", -0.5), alt("Yo", -2)})};
+        StreamEvent bare;
+        bare.text = "!";
+        std::string out;
+        chat().encode_stream_event(ev, state, out);
+        chat().encode_stream_event(bare, state, out);
+        const auto chunks = payloads(out);
+        REQUIRE(chunks.size() == 3);  // role, "Hi", "!"
+        CHECK(member_of(chunks[0], "logprobs") == "null");
+        CHECK(member_of(chunks[1], "logprobs") ==
+              R"({"content":[{"token":"Hi","logprob":-0.5,"bytes":[72,105],)"
+              R"("top_logprobs":[{"token":"Hi","logprob":-0.5,"bytes":[72,105]}]}]})");
+        CHECK(member_of(chunks[2], "logprobs") == R"({"content":[]})");
+    }
+
+    TEST_CASE(
+        "vLLM's echo stream decoded: the prompt's text and entries come off the first chunk") {
+        // As completion_stream_generator writes them (serving_completion.py): the first chunk
+        // is prompt text + first token with the prompt's entries in front; later text_offsets
+        // restart from the generated text's length (vLLM does not count the echo there).
+        const std::string first =
+            R"({"id":"cmpl-1","object":"text_completion","created":1,"model":"tiny","choices":)"
+            R"([{"index":0,"text":"The cat sat","logprobs":{"text_offset":[0,3,7],)"
+            R"("token_logprobs":[null,-2.5,-0.75],"tokens":["The"," cat"," sat"],)"
+            R"("top_logprobs":[null,{" cat":-2.5," dog":-1.5},{" sat":-0.75}]},)"
+            R"("finish_reason":null,"stop_reason":null}],"usage":{"prompt_tokens":2,)"
+            R"("completion_tokens":1,"total_tokens":3}})";
+        const std::string second =
+            R"({"id":"cmpl-1","object":"text_completion","created":1,"model":"tiny","choices":)"
+            R"([{"index":0,"text":" on","logprobs":{"text_offset":[4],"token_logprobs":[-0.5],)"
+            R"("tokens":[" on"],"top_logprobs":[{" on":-0.5}]},"finish_reason":"length",)"
+            R"("stop_reason":null}],"usage":{"prompt_tokens":2,"completion_tokens":2,)"
+            R"("total_tokens":4}})";
+        GenerationRequest req;
+        req.dialect = Dialect::sglang;
+        req.prompts = {Prompt{"The cat", {}, false}};
+        req.return_logprob = true;
+        req.prompt_logprob_start = 0;
+        StreamState state;
+        openai::init_stream_state(state, req);
+        std::vector<StreamEvent> events;
+        completions().decode_stream_event(first, state, events);
+        completions().decode_stream_event(second, state, events);
+        REQUIRE(events.size() == 2);
+        CHECK(events[0].text == " sat");
+        REQUIRE(events[0].prompt_logprobs.size() == 2);
+        CHECK(events[0].prompt_logprobs[1].token == " cat");
+        REQUIRE(events[0].logprobs.size() == 1);
+        CHECK(events[0].logprobs[0].token == " sat");
+        CHECK(events[1].text == " on");
+        CHECK(events[1].prompt_logprobs.empty());
+        REQUIRE(events[1].logprobs.size() == 1);
+        CHECK(events[1].logprobs[0].logprob == -0.5);
+
+        // Without prompt logprobs asked nothing is split off.
+        StreamState plain;
+        events.clear();
+        completions().decode_stream_event(first, plain, events);
+        REQUIRE(events.size() == 1);
+        CHECK(events[0].text == "The cat sat");
+        CHECK(events[0].logprobs.size() == 3);
+    }
+}
