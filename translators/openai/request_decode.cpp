@@ -433,9 +433,13 @@ std::optional<canonical::Error> decode_sampling(const json::Value& doc, Api api,
             req.return_logprob = true;
         }
         req.echo = r.boolean("echo", "echo").value_or(false);
-        if (req.echo && req.return_logprob) {
-            // An echo with logprobs scores the prompt too (vLLM: prompt_logprobs = logprobs),
-            // from its first token: what lm-evaluation-harness's loglikelihood reads.
+        // An echo with logprobs scores the prompt too (vLLM: prompt_logprobs = logprobs), from
+        // its first token: what lm-evaluation-harness's loglikelihood reads. A token-id prompt
+        // has no text to echo without the model's tokenizer: its entries' token texts are it,
+        // so they are asked for too (a backend that has none answers 400 naming echo).
+        const bool token_prompt = std::any_of(req.prompts.begin(), req.prompts.end(),
+                                              [](const Prompt& p) { return p.is_tokens; });
+        if (req.echo && (req.return_logprob || token_prompt)) {
             req.prompt_logprob_start = 0;
         }
     }

@@ -236,6 +236,18 @@ std::optional<canonical::Error> check_logprobs(const GenerationRequest& req, Fla
             std::string(backend_name(flavor)) + " (for the prompt's tokens)",
             "a vLLM or SGLang backend gives them (/v1/completions with echo and logprobs)");
     }
+    // The OpenAI API's own limits (its reference: logprobs at most 5, top_logprobs 20).
+    const size_t most = api == Api::completions ? 5 : 20;
+    if (flavor == Flavor::openai && canonical::top_count(req) > most) {
+        const std::string param = req.dialect == canonical::Dialect::sglang
+                                      ? "top_logprobs_num"
+                                      : canonical::client_param(req.dialect, "logprobs");
+        return bad_request("'" + param + "' asks for " + std::to_string(canonical::top_count(req)) +
+                               " alternatives per token; the OpenAI API gives at most " +
+                               std::to_string(most) + ": ask for " + std::to_string(most) +
+                               " or fewer",
+                           param);
+    }
     if (canonical::wants_logprobs(req) && !has_logprobs(flavor, api)) {
         return canonical::no_logprobs(canonical::client_param(req.dialect, "logprobs"),
                                       backend_name(flavor),

@@ -143,6 +143,27 @@ TEST_SUITE("openai logprobs: request decode (client)") {
         CHECK(bad.error().param == "logprobs");
     }
 
+    TEST_CASE("a token-id prompt's echo asks for its entries, whose texts are its text") {
+        GenerationRequest req =
+            decode_req(completions(), R"({"prompt":[464,3797],"max_tokens":1,"echo":true})");
+        CHECK(req.prompt_logprob_start == 0);
+        CHECK_FALSE(req.return_logprob.has_value());
+        // The client did not ask for logprobs: none are written, the text comes from the entries.
+        std::string out;
+        completions().encode_response(harness_result(), req, out);
+        CHECK(choice_member(out, "text") == R"("The cat sat")");
+        CHECK(choice_member(out, "logprobs") == "null");
+        // A backend without the prompt's entries: 400 naming echo.
+        UpstreamOptions options;
+        options.flavor = Flavor::llamacpp;
+        auto r = completions().encode_request(req, options);
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().param == "echo");
+        // vLLM is asked for them (echo with logprobs 0).
+        const std::string body = encode_req(completions(), req, Flavor::vllm);
+        CHECK(body.find(R"("echo":true,"logprobs":0)") != std::string::npos);
+    }
+
     TEST_CASE("chat logprobs and top_logprobs") {
         GenerationRequest req = decode_req(
             chat(),
@@ -305,6 +326,24 @@ TEST_SUITE("openai logprobs: request encode (upstream)") {
         // llama.cpp reports nothing with 0 alternatives: it is asked for one.
         req.top_logprobs = 0;
         CHECK(encode_req(completions(), req, Flavor::llamacpp).find(R"("logprobs":1)") !=
+              std::string::npos);
+    }
+
+    TEST_CASE("the OpenAI API's limits: 5 alternatives on completions, 20 on chat") {
+        GenerationRequest req;
+        req.dialect = Dialect::sglang;
+        req.prompts = {Prompt{"a", {}, false}};
+        req.return_logprob = true;
+        req.top_logprobs = 6;
+        UpstreamOptions options;
+        options.flavor = Flavor::openai;
+        auto r = completions().encode_request(req, options);
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().param == "top_logprobs_num");
+        req.top_logprobs = 5;
+        CHECK(encode_req(completions(), req, Flavor::openai).find(R"("logprobs":5)") !=
+              std::string::npos);
+        CHECK(encode_req(completions(), req, Flavor::vllm).find(R"("logprobs":5)") !=
               std::string::npos);
     }
 
