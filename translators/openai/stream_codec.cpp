@@ -152,6 +152,7 @@ void init_stream_state(StreamState& state, const GenerationRequest& req) {
     state.top_logprobs = canonical::top_count(req);
     state.prompt_logprob_start = req.prompt_logprob_start;
     state.echo = req.echo && req.dialect == canonical::Dialect::openai_completions;
+    state.n = req.sampling.n;  // which prompt a choice echoes: index / n
     if (state.echo || state.prompt_logprob_start) {
         state.prompts = req.prompts;
     }

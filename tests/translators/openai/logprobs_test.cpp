@@ -528,6 +528,29 @@ TEST_SUITE("openai logprobs: streams") {
         CHECK(member_of(chunks[2], "finish_reason") == R"("length")");
     }
 
+    TEST_CASE("completions client: each choice echoes its own prompt (index / n)") {
+        GenerationRequest req =
+            decode_req(completions(), R"({"prompt":["A:","B:"],"n":2,"echo":true,"stream":true})");
+        StreamState state;
+        openai::init_stream_state(state, req);
+        std::string out;
+        for (int i = 0; i < 4; ++i) {
+            StreamEvent ev;
+            ev.index = i;
+            ev.text = std::to_string(i);
+            completions().encode_stream_event(ev, state, out);
+            ev.text = "+";
+            completions().encode_stream_event(ev, state, out);
+        }
+        const auto chunks = payloads(out);
+        REQUIRE(chunks.size() == 8);
+        CHECK(member_of(chunks[0], "text") == R"("A:0")");
+        CHECK(member_of(chunks[1], "text") == R"("+")");
+        CHECK(member_of(chunks[2], "text") == R"("A:1")");
+        CHECK(member_of(chunks[4], "text") == R"("B:2")");
+        CHECK(member_of(chunks[6], "text") == R"("B:3")");
+    }
+
     TEST_CASE("completions client: null when not asked; echo without logprobs still counts") {
         GenerationRequest req =
             decode_req(completions(), R"({"prompt":"Hi","echo":true,"stream":true})");
