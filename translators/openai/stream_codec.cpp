@@ -398,9 +398,9 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
         ev.finish = std::move(finish);
         // Asked for the prompt's logprobs, the backend echoed the prompt on the choice's first
         // chunk (vLLM, SGLang's OpenAI layer): its entries and text come off.
-        ChoiceState& cs = state.choice(ev.index);
-        if (api == Api::completions && state.prompt_logprob_start && !cs.prompt_done) {
-            cs.prompt_done = true;
+        if (api == Api::completions && state.prompt_logprob_start &&
+            !state.choice(ev.index).prompt_done) {
+            state.choice(ev.index).prompt_done = true;
             const int n = state.n > 0 ? state.n : 1;
             const size_t prompt_index = static_cast<size_t>(std::max(ev.index, 0) / n);
             const canonical::Prompt* p =
