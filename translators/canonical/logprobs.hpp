@@ -42,7 +42,12 @@ inline void set_logprob_request(StreamState& s, const GenerationRequest& req) {
     s.prompt_logprob_start = req.prompt_logprob_start;
     s.logprob_text = req.logprob_text;
     s.post_sampling_probs = req.post_sampling_probs;
-    s.echo = req.echo;
+    // OpenAI completions' echo: its stream encoder puts each prompt in front of its choices, and
+    // an OpenAI backend's echo (asked only for the prompt's entries) comes off in its decoder.
+    s.echo = req.echo && req.dialect == Dialect::openai_completions;
+    if (s.echo || s.prompt_logprob_start) {
+        s.prompts = req.prompts;
+    }
 }
 
 // What Python's len() gives for `s`: its code points (the unit of OpenAI's text_offset). Bytes

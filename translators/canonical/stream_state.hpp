@@ -23,7 +23,6 @@ struct ChoiceState {
     bool finished = false;             // a finish reason went out (never send two)
     std::optional<FinishReason> held_finish;  // finish held back until exact counts arrive
     std::string id;                           // per-choice id (SGLang meta_info.id)
-    size_t text_offset = 0;  // OpenAI completions: code points written so far, echo included
     // TGI: the last token event, held back while it may turn out to be the last one (which
     // carries generated_text): its index and id; its text is text[sent..].
     std::optional<int64_t> held_token_index;
@@ -35,6 +34,10 @@ struct ChoiceState {
     bool prompt_logprobs_seen = false;
     std::vector<TokenLogprob> logprobs;
     std::vector<TokenLogprob> prompt_logprobs;
+    // OpenAI completions logprobs: code points of text_offset written so far (the client's
+    // encoder); the prompt was echoed, or its entries split off (first chunk of the choice).
+    size_t text_offset = 0;
+    bool prompt_done = false;
     int blocks = 0;       // Anthropic: content blocks started (the next block's index)
     int text_block = -1;  // Anthropic: index of the open text block, -1 when none is open
 };
@@ -55,14 +58,17 @@ struct StreamState {
     std::string prompt;  // the prompt text, for dialects whose wire echoes it (vLLM legacy)
     // The request's log-probability settings (GenerationRequest's, copied by
     // canonical::set_logprob_request on both states): what a client encoder writes, and what a
-    // decoder was asked for (an echo it must strip, prompt entries to expect).
+    // decoder was asked for (prompt entries to expect, an echo to strip).
     bool logprobs = false;  // wants_logprobs
     bool logprobs_if_available = false;
     size_t top_logprobs = 0;  // top_count
     std::optional<int64_t> prompt_logprob_start;
     bool logprob_text = false;
     bool post_sampling_probs = false;
+    // OpenAI completions echo (client encoder: put in front; upstream decoder: strip): each
+    // prompt, as the request has it (a token-id prompt's text comes from its entries).
     bool echo = false;
+    std::vector<Prompt> prompts;
     // Stop strings the upstream trims. A cumulative decoder holds back a tail that may still
     // turn out to be the start of one, because text sent as a delta can never be taken back.
     std::vector<std::string> stop;

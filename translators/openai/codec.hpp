@@ -16,4 +16,10 @@ const Codec& chat_codec();
 // same-dialect fast path, which forwards the client's own bytes.
 std::optional<canonical::Error> check_upstream_settings(const GenerationRequest& req,
                                                         Flavor flavor);
+
+// Sets what the OpenAI codecs need to know of `req` on a stream state, the client encoder's and
+// the upstream decoder's alike (the exchange calls it for both when either side is OpenAI):
+// logprobs asked and how many alternatives, completions echo and the prompts, and whether the
+// backend was asked for the prompt's logprobs (then it echoes the prompt, which comes off).
+void init_stream_state(canonical::StreamState& state, const GenerationRequest& req);
 }  // namespace infergate::translators::openai

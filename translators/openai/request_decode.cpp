@@ -426,12 +426,22 @@ std::optional<canonical::Error> decode_sampling(const json::Value& doc, Api api,
                                "top_logprobs"));
         }
     } else {
-        // Completions' logprobs is an int: the number of top alternatives per token.
+        // Completions' logprobs is an int: the number of top alternatives per token (0: the
+        // chosen token's only).
         req.top_logprobs = r.integer("logprobs", "logprobs", 0, 5);
         if (req.top_logprobs) {
             req.return_logprob = true;
         }
         req.echo = r.boolean("echo", "echo").value_or(false);
+        // An echo with logprobs scores the prompt too (vLLM: prompt_logprobs = logprobs), from
+        // its first token: what lm-evaluation-harness's loglikelihood reads. A token-id prompt
+        // has no text to echo without the model's tokenizer: its entries' token texts are it,
+        // so they are asked for too (a backend that has none answers 400 naming echo).
+        const bool token_prompt = std::any_of(req.prompts.begin(), req.prompts.end(),
+                                              [](const Prompt& p) { return p.is_tokens; });
+        if (req.echo && (req.return_logprob || token_prompt)) {
+            req.prompt_logprob_start = 0;
+        }
     }
     req.stream = r.boolean("stream", "stream").value_or(false);
     if (r.error()) {

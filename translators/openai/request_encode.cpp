@@ -1,9 +1,11 @@
 // Upstream side: the canonical request to a body for an OpenAI-compatible backend (OpenAI,
 // vLLM, SGLang's OpenAI layer, ...), with every client-dialect default made explicit.
 
+#include <algorithm>
 #include <type_traits>
 #include <utility>
 
+#include "translators/canonical/logprobs.hpp"
 #include "translators/openai/codec.hpp"
 #include "translators/openai/request_codec.hpp"
 
@@ -195,6 +197,65 @@ std::optional<canonical::Error> check_settings(const SamplingParams& s, Flavor f
     return std::nullopt;
 }
 
+// Which OpenAI-compatible layers report logprobs: TGI's completions route has no logprobs
+// field (router/src/lib.rs CompletionRequest); llama.cpp's and TGI's refuse or ignore `echo`, so
+// neither gives the prompt's (llama.cpp utils.hpp: "Unsupported param: echo").
+bool has_logprobs(Flavor flavor, Api api) {
+    return !(flavor == Flavor::tgi && api == Api::completions);
+}
+bool has_prompt_logprobs(Flavor flavor, Api api) {
+    return api == Api::completions && flavor != Flavor::tgi && flavor != Flavor::llamacpp;
+}
+
+// Ask for logprobs: wanted, or welcome where the backend has them (TGI's details).
+bool logprobs_sent(const GenerationRequest& req, Flavor flavor, Api api) {
+    return (canonical::ask_logprobs(req) || canonical::wants_prompt_logprobs(req)) &&
+           has_logprobs(flavor, api);
+}
+
+// How a client of `d` asked for the prompt's logprobs.
+std::string prompt_logprobs_param(canonical::Dialect d) {
+    switch (d) {
+        case canonical::Dialect::openai_completions:
+            return "echo";
+        case canonical::Dialect::sglang:
+            return "logprob_start_len";
+        case canonical::Dialect::tgi:
+            return "parameters.decoder_input_details";
+        default:
+            return canonical::client_param(d, "logprobs");
+    }
+}
+
+// The 400 for log probabilities the backend's OpenAI layer cannot give; nullopt when it can.
+std::optional<canonical::Error> check_logprobs(const GenerationRequest& req, Flavor flavor,
+                                               Api api) {
+    if (canonical::wants_prompt_logprobs(req) && !has_prompt_logprobs(flavor, api)) {
+        return canonical::no_logprobs(
+            prompt_logprobs_param(req.dialect),
+            std::string(backend_name(flavor)) + " (for the prompt's tokens)",
+            "a vLLM or SGLang backend gives them (/v1/completions with echo and logprobs)");
+    }
+    // The OpenAI API's own limits (its reference: logprobs at most 5, top_logprobs 20).
+    const size_t most = api == Api::completions ? 5 : 20;
+    if (flavor == Flavor::openai && canonical::top_count(req) > most) {
+        const std::string param = req.dialect == canonical::Dialect::sglang
+                                      ? "top_logprobs_num"
+                                      : canonical::client_param(req.dialect, "logprobs");
+        return bad_request("'" + param + "' asks for " + std::to_string(canonical::top_count(req)) +
+                               " alternatives per token; the OpenAI API gives at most " +
+                               std::to_string(most) + ": ask for " + std::to_string(most) +
+                               " or fewer",
+                           param);
+    }
+    if (canonical::wants_logprobs(req) && !has_logprobs(flavor, api)) {
+        return canonical::no_logprobs(canonical::client_param(req.dialect, "logprobs"),
+                                      backend_name(flavor),
+                                      "its chat route does, as do vLLM, SGLang and llama.cpp");
+    }
+    return std::nullopt;
+}
+
 void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRequest& req,
                     const UpstreamOptions& options, Api api) {
     const Flavor flavor = options.flavor;
@@ -244,18 +305,29 @@ void write_sampling(json::Writer& w, const SamplingParams& s, const GenerationRe
     }
     json::write_optional(w, "frequency_penalty", s.frequency_penalty);
     write_logit_bias(w, s.logit_bias, flavor);
-    if (api == Api::completions && req.echo) {
+    // The prompt is never asked back for its text (the client's encoder echoes it from the
+    // request): only as the way to get its logprobs, `echo` with `logprobs` (vLLM sets
+    // prompt_logprobs = logprobs then; SGLang's OpenAI layer logprob_start_len = 0). The decoder
+    // strips it again.
+    if (api == Api::completions && canonical::wants_prompt_logprobs(req)) {
         json::key(w, "echo");
         w.Bool(true);
     }
-    if (req.return_logprob.value_or(false)) {
+    if (logprobs_sent(req, flavor, api)) {
+        // llama.cpp reads either number as n_probs, and reports nothing at all with 0: ask for
+        // one alternative, which the client's encoder leaves out again.
+        const size_t top = flavor == Flavor::llamacpp
+                               ? std::max<size_t>(1, canonical::top_count(req))
+                               : canonical::top_count(req);
+        json::key(w, "logprobs");
         if (api == Api::completions) {
-            json::key(w, "logprobs");
-            w.Int64(req.top_logprobs.value_or(0));
+            w.Uint64(top);
         } else {
-            json::key(w, "logprobs");
             w.Bool(true);
-            json::write_optional(w, "top_logprobs", req.top_logprobs);
+            if (top > 0) {
+                json::key(w, "top_logprobs");
+                w.Uint64(top);
+            }
         }
     }
     if (flavor == Flavor::tgi) {
@@ -326,6 +398,9 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
             "sampling_params");
     }
     if (auto err = check_settings(*sampling, options.flavor, req.dialect)) {
+        return std::move(*err);
+    }
+    if (auto err = check_logprobs(req, options.flavor, api)) {
         return std::move(*err);
     }
     const bool openai_client = req.dialect == canonical::Dialect::openai_completions ||

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "translators/openai/logprobs.hpp"
 #include "translators/openai/response_scan.hpp"
 
 namespace infergate::translators::openai {
@@ -39,23 +40,77 @@ Usage response_usage(const GenerationResult& result, int n) {
 }
 
 // echo: the prompt goes in front of the text. Choices of one prompt are `n` apart
-// (index = prompt_index * n + j, as OpenAI and vLLM number them). Token prompts cannot be echoed
-// as text without the model's tokenizer, so they are not.
-const canonical::Prompt* echoed_prompt(const Choice& c, const GenerationRequest& req, Api api) {
+// (index = prompt_index * n + j, as OpenAI and vLLM number them). A token-id prompt has no text
+// without the model's tokenizer: its prompt entries' token texts are used when the backend sent
+// them (an echo with logprobs), else nothing is echoed. nullopt when there is no echo.
+std::optional<std::string> echoed_prompt(const Choice& c, const GenerationRequest& req, Api api) {
     if (api != Api::completions || !req.echo) {
-        return nullptr;
+        return std::nullopt;
     }
     const int n = req.sampling.n > 0 ? req.sampling.n : 1;
     const size_t prompt_index = static_cast<size_t>(std::max(c.index, 0) / n);
-    if (prompt_index >= req.prompts.size() || req.prompts[prompt_index].is_tokens) {
-        return nullptr;
+    if (prompt_index >= req.prompts.size()) {
+        return std::nullopt;
     }
-    return &req.prompts[prompt_index];
+    if (!req.prompts[prompt_index].is_tokens) {
+        return req.prompts[prompt_index].text;
+    }
+    std::string text;
+    for (const canonical::TokenLogprob& t : c.prompt_logprobs) {
+        text += t.token;
+    }
+    return text;
+}
+
+// echo with max_tokens 0 scores the prompt and generates nothing: vLLM answers the prompt
+// alone (serving_completion.py: "only return the prompt"), whatever a backend that had to be
+// asked for a token produced.
+bool scoring_only(const GenerationRequest& req, Api api) {
+    return api == Api::completions && req.echo && req.sampling.max_tokens == 0;
+}
+
+void write_choice_logprobs(json::Writer& w, const Choice& c, const GenerationRequest& req,
+                           Api api) {
+    json::key(w, "logprobs");
+    if (!canonical::wants_logprobs(req)) {
+        w.Null();
+        return;
+    }
+    const size_t top = canonical::top_count(req);
+    if (api == Api::chat) {
+        write_chat_logprobs(w, c.logprobs, top);
+        return;
+    }
+    const bool echo_entries = req.echo && canonical::wants_prompt_logprobs(req);
+    static const std::vector<canonical::TokenLogprob> kNone;
+    // Offsets are into the text the client gets: past an echoed prompt that has no entries.
+    size_t offset = 0;
+    if (echo_entries && c.prompt_logprobs.empty()) {
+        if (auto prompt = echoed_prompt(c, req, api)) {
+            offset = canonical::code_points(*prompt);
+        }
+    }
+    write_completion_logprobs(w, echo_entries ? &c.prompt_logprobs : nullptr,
+                              scoring_only(req, api) ? kNone : c.logprobs, offset, top);
 }
 
 void write_finish(json::Writer& w, const canonical::FinishReason& finish, Api api) {
     json::key(w, "finish_reason");
     json::string(w, whole_finish_reason(finish.kind, api));
+}
+
+// The backend echoed the prompt (asked for its logprobs only): its entries go to
+// prompt_logprobs and its text off the front of Choice::text.
+void split_echo(Choice& c, const GenerationRequest& req,
+                const std::optional<int64_t>& prompt_tokens) {
+    const int n = req.sampling.n > 0 ? req.sampling.n : 1;
+    const size_t prompt_index = static_cast<size_t>(std::max(c.index, 0) / n);
+    const canonical::Prompt* p =
+        prompt_index < req.prompts.size() ? &req.prompts[prompt_index] : nullptr;
+    // usage.prompt_tokens counts every prompt of a batch: only a single prompt's is its own.
+    split_echoed_prompt(c.text, c.logprobs, c.prompt_logprobs, p,
+                        req.prompts.size() == 1 ? prompt_tokens : std::nullopt,
+                        req.prompt_logprob_start.value_or(0));
 }
 
 }  // namespace
@@ -98,15 +153,17 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
             w.EndObject();
         } else {
             json::key(w, "text");
-            if (const canonical::Prompt* p = echoed_prompt(c, req, api)) {
-                echoed.assign(p->text).append(c.text);
+            if (auto prompt = echoed_prompt(c, req, api)) {
+                echoed = std::move(*prompt);
+                if (!scoring_only(req, api)) {
+                    echoed.append(c.text);
+                }
                 json::string(w, echoed);
             } else {
                 json::string(w, c.text);
             }
         }
-        json::key(w, "logprobs");
-        w.Null();
+        write_choice_logprobs(w, c, req, api);
         write_finish(w, c.finish, api);
         w.EndObject();
     }
@@ -188,13 +245,22 @@ Result<GenerationResult> decode_response(std::string_view body, const Generation
         if (auto finish = read_finish(item, budget)) {
             c.finish = std::move(*finish);
         }
+        const std::string path = "choices[" + std::to_string(i) + "].logprobs";
+        if (auto bad = read_logprobs(json::find(item, "logprobs"), path, c.logprobs)) {
+            return upstream_error("the backend response's " + *bad);
+        }
+    }
+    if (const json::Value* usage = json::find(doc, "usage"); usage != nullptr) {
+        result.usage = read_usage(*usage);
+    }
+    if (api == Api::completions && canonical::wants_prompt_logprobs(req)) {
+        for (Choice& c : result.choices) {
+            split_echo(c, req, result.usage.prompt_tokens);
+        }
     }
     // TGI returns batch choices in completion order, not by index.
     std::stable_sort(result.choices.begin(), result.choices.end(),
                      [](const Choice& a, const Choice& b) { return a.index < b.index; });
-    if (const json::Value* usage = json::find(doc, "usage"); usage != nullptr) {
-        result.usage = read_usage(*usage);
-    }
     if (result.choices.size() == 1) {
         result.choices.front().usage = result.usage;
     }

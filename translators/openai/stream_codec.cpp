@@ -1,8 +1,12 @@
 #include "translators/openai/stream_codec.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "translators/framing/framing.hpp"
+#include "translators/openai/codec.hpp"
+#include "translators/openai/logprobs.hpp"
 
 namespace infergate::translators::openai {
 
@@ -15,6 +19,14 @@ namespace {
 constexpr std::string_view kDone = framing::kSseDone;
 
 enum class Part { role, content, finish };
+
+// The logprobs one content chunk carries, and where its text offsets continue from.
+struct ChunkLogprobs {
+    const std::vector<canonical::TokenLogprob>* prompt = nullptr;
+    const std::vector<canonical::TokenLogprob>* generated = nullptr;
+    size_t* offset = nullptr;
+    size_t top = 0;
+};
 
 // Writes SSE chunk events straight into `out` ("data: " + JSON + "\n\n"), one Writer reused for
 // every chunk of one call. framing::write_sse_data would need each chunk's JSON in a temporary
@@ -55,7 +67,7 @@ public:
 
     // One chunk carrying one part of choice `index`.
     void choice(int index, Part part, std::string_view text, FinishKind finish, const Usage* usage,
-                const canonical::Carried* carried = nullptr) {
+                const canonical::Carried* carried = nullptr, const ChunkLogprobs* lp = nullptr) {
         begin();
         w_.StartObject();
         json::key(w_, "index");
@@ -84,7 +96,13 @@ public:
             json::string(w_, part == Part::content ? text : std::string_view());
         }
         json::key(w_, "logprobs");
-        w_.Null();
+        if (lp == nullptr) {
+            w_.Null();
+        } else if (api_ == Api::chat) {
+            write_chat_logprobs(w_, *lp->generated, lp->top);
+        } else {
+            write_completion_logprobs(w_, lp->prompt, *lp->generated, *lp->offset, lp->top);
+        }
         json::key(w_, "finish_reason");
         const std::string_view reason = route_finish_reason(finish, api_);
         if (part == Part::finish && !reason.empty()) {
@@ -129,6 +147,11 @@ void push_error(std::vector<StreamEvent>& out, canonical::Error error) {
 
 }  // namespace
 
+void init_stream_state(StreamState& state, const GenerationRequest& req) {
+    canonical::set_logprob_request(state, req);
+    state.n = req.sampling.n;  // which prompt a choice echoes: index / n
+}
+
 void encode_stream_event(const StreamEvent& event, StreamState& state, std::string& out, Api api) {
     switch (event.type) {
         case StreamEvent::Type::usage:
@@ -166,7 +189,38 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
     }
     const bool finishing = event.finish && event.finish->kind != FinishKind::none;
     const canonical::Carried* carried = api == Api::chat ? own(event.carried) : nullptr;
-    if (event.text.empty() && !finishing && carried == nullptr) {
+    // Completions echo: the prompt goes in front of the choice's first chunk (a token-id
+    // prompt's text from its entries); with max_tokens 0 it is all there is (vLLM).
+    const bool first = !c.prompt_done;
+    c.prompt_done = true;
+    std::string echo_text;
+    bool echoing = false;
+    if (api == Api::completions && state.echo && first) {
+        const int n = state.n > 0 ? state.n : 1;
+        const size_t prompt_index = static_cast<size_t>(index / n);
+        if (prompt_index < state.prompts.size()) {
+            echoing = true;
+            const canonical::Prompt& p = state.prompts[prompt_index];
+            if (!p.is_tokens) {
+                echo_text = p.text;
+            } else {
+                for (const canonical::TokenLogprob& t : event.prompt_logprobs) {
+                    echo_text += t.token;
+                }
+            }
+        }
+    }
+    const bool scoring = api == Api::completions && state.echo && state.max_tokens == 0;
+    static const std::vector<canonical::TokenLogprob> kNone;
+    const std::string_view text = scoring ? std::string_view() : std::string_view(event.text);
+    const std::vector<canonical::TokenLogprob>& generated = scoring ? kNone : event.logprobs;
+    // Logprobs go out when the client asked (an empty form where the backend sent none); a
+    // state nobody told about the request still passes on what the backend sent.
+    const bool with_logprobs =
+        state.logprobs || !generated.empty() || (echoing && !event.prompt_logprobs.empty());
+    const size_t top = state.logprobs ? state.top_logprobs : SIZE_MAX;
+    const bool tokens_now = !generated.empty() || (echoing && !event.prompt_logprobs.empty());
+    if (text.empty() && echo_text.empty() && !tokens_now && !finishing && carried == nullptr) {
         return;
     }
     // Up to three chunks (role, text, finish) of ~200 bytes besides the text, id and model.
@@ -185,8 +239,21 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
         usage = running_usage(c, state);
         usage_ptr = &usage;
     }
-    if (!event.text.empty() || carried != nullptr) {
-        chunks.choice(index, Part::content, event.text, FinishKind::none, usage_ptr, carried);
+    if (!text.empty() || !echo_text.empty() || tokens_now || carried != nullptr) {
+        const bool prompt_entries = echoing && !event.prompt_logprobs.empty();
+        if (echoing && !prompt_entries) {
+            c.text_offset += canonical::code_points(echo_text);  // offsets count the echo
+        }
+        ChunkLogprobs lp{prompt_entries ? &event.prompt_logprobs : nullptr, &generated,
+                         &c.text_offset, top};
+        std::string with_echo;
+        std::string_view chunk_text = text;
+        if (!echo_text.empty()) {
+            with_echo.assign(echo_text).append(text);
+            chunk_text = with_echo;
+        }
+        chunks.choice(index, Part::content, chunk_text, FinishKind::none, usage_ptr, carried,
+                      with_logprobs ? &lp : nullptr);
         state.content_seen = true;
     }
     if (finishing) {
@@ -296,10 +363,18 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
         const bool has_ids = ids != nullptr && ids->IsArray() && !ids->Empty();
         // Role-only and empty deltas carry nothing a client of another dialect could use, but
         // a prompt count that comes before any text (continuous usage) is worth passing on.
-        if (!has_text && !finish && !has_ids && !usage.prompt_tokens && carried.empty()) {
+        std::vector<canonical::TokenLogprob> logprobs;
+        if (auto bad = read_logprobs(json::find(item, "logprobs"),
+                                     "choices[" + std::to_string(i) + "].logprobs", logprobs)) {
+            push_error(out, upstream_error("the backend sent malformed stream data: " + *bad));
+            return;
+        }
+        if (!has_text && !finish && !has_ids && !usage.prompt_tokens && carried.empty() &&
+            logprobs.empty()) {
             continue;
         }
         StreamEvent& ev = out.emplace_back();
+        ev.logprobs = std::move(logprobs);
         ev.carried = std::move(carried);
         if (has_ids) {
             for (const json::Value& id : ids->GetArray()) {
@@ -315,6 +390,18 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
             ev.text.assign(text->GetString(), text->GetStringLength());
         }
         ev.finish = std::move(finish);
+        // Asked for the prompt's logprobs, the backend echoed the prompt on the choice's first
+        // chunk (vLLM, SGLang's OpenAI layer): its entries and text come off.
+        if (api == Api::completions && state.prompt_logprob_start &&
+            !state.choice(ev.index).prompt_done) {
+            state.choice(ev.index).prompt_done = true;
+            const int n = state.n > 0 ? state.n : 1;
+            const size_t prompt_index = static_cast<size_t>(std::max(ev.index, 0) / n);
+            const canonical::Prompt* p =
+                prompt_index < state.prompts.size() ? &state.prompts[prompt_index] : nullptr;
+            split_echoed_prompt(ev.text, ev.logprobs, ev.prompt_logprobs, p, usage.prompt_tokens,
+                                *state.prompt_logprob_start);
+        }
         // vLLM/SGLang continuous_usage_stats: the usage on a chunk with choices is that
         // choice's running count.
         ev.usage = usage;

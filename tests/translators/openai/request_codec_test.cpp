@@ -571,7 +571,9 @@ TEST_SUITE("openai request encode (upstream)") {
         req.top_logprobs = 4;
         CHECK(encode_ok(completions(), req, {}) ==
               R"({"prompt":"a","max_tokens":128,"logprobs":4})");
+        // Alternatives alone still ask (canonical::wants_logprobs); nothing asked, nothing sent.
         req.return_logprob = false;
+        req.top_logprobs.reset();
         CHECK(encode_ok(completions(), req, {}) == R"({"prompt":"a","max_tokens":128})");
     }
 }

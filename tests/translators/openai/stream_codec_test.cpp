@@ -114,13 +114,20 @@ size_t count(std::string_view haystack, std::string_view needle) {
 
 // Drops what infergate deliberately does not reproduce from a captured OpenAI chunk
 // (system_fingerprint, refusal, logprob details, completion_tokens_details).
-void normalize_captured(rapidjson::Document& d) {
+// `keep_logprobs`: a content chunk's logprobs stay (without OpenAI's `refusal` list, which we do
+// not reproduce); the role chunk's are null in ours, as vLLM writes them.
+void normalize_captured(rapidjson::Document& d, bool keep_logprobs = false) {
     d.RemoveMember("system_fingerprint");
     if (d.HasMember("usage") && d["usage"].IsObject()) {
         d["usage"].RemoveMember("completion_tokens_details");
     }
     for (auto& c : d["choices"].GetArray()) {
-        c["logprobs"].SetNull();
+        const bool role = c["delta"].HasMember("role");
+        if (!keep_logprobs || role || !c["logprobs"].IsObject()) {
+            c["logprobs"].SetNull();
+        } else {
+            c["logprobs"].RemoveMember("refusal");
+        }
         c["delta"].RemoveMember("refusal");
     }
 }
@@ -323,6 +330,7 @@ TEST_SUITE("openai stream encode (client)") {
         state.model = "gpt-4o-2024-08-06";
         state.created = 1727346173;
         state.include_usage = true;
+        state.logprobs = true;  // the capture's request: "logprobs": true
         const auto ours = sse_payloads(encode_all(chat(), events, state));
         const auto theirs = sse_payloads(captured);
         REQUIRE(ours.size() == theirs.size());
@@ -333,7 +341,7 @@ TEST_SUITE("openai stream encode (client)") {
             a.Parse(ours[i].c_str());
             b.Parse(theirs[i].c_str());
             REQUIRE_FALSE(a.HasParseError());
-            normalize_captured(b);
+            normalize_captured(b, true);
             CHECK(a == b);
         }
         CHECK(ours.back() == "[DONE]");
