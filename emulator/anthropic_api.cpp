@@ -86,6 +86,14 @@ std::optional<std::string> add_content(const Value& content, ChatPromptBuilder& 
     return std::nullopt;
 }
 
+// The Messages API's request fields. It refuses any other (pydantic's extra="forbid"): there
+// are no log probabilities, so `logprobs` / `top_logprobs` get "Extra inputs are not permitted".
+constexpr std::string_view kKnownFields[] = {
+    "model",       "messages",           "max_tokens",    "system",       "stop_sequences",
+    "stream",      "temperature",        "top_p",         "top_k",        "metadata",
+    "tools",       "tool_choice",        "thinking",      "service_tier", "container",
+    "mcp_servers", "context_management", "output_format", "output_config"};
+
 // The first invalid_request_error the API would give, or nullopt.
 std::optional<std::string> parse_messages(const Value& doc, MessagesRequest& out) {
     const Value* model = member(doc, "model");
@@ -148,6 +156,13 @@ std::optional<std::string> parse_messages(const Value& doc, MessagesRequest& out
             if (s.IsString()) {
                 out.stop.strings.emplace_back(s.GetString(), s.GetStringLength());
             }
+        }
+    }
+    for (const auto& m : doc.GetObject()) {
+        const std::string_view key(m.name.GetString(), m.name.GetStringLength());
+        if (std::find(std::begin(kKnownFields), std::end(kKnownFields), key) ==
+            std::end(kKnownFields)) {
+            return std::string(key) + ": Extra inputs are not permitted";
         }
     }
     return std::nullopt;

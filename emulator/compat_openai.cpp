@@ -6,6 +6,7 @@
 #include "emulator/api.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/llamacpp.hpp"
+#include "emulator/logprob_wire.hpp"
 #include "emulator/tgi_request.hpp"
 #include "emulator/wire_common.hpp"
 
@@ -26,7 +27,34 @@ struct CompatContext {
     int prompt_tokens = 0;
     int completion_tokens = 0;
     LlamaTimes times;
+    // TGI chat: `logprobs` (probs.n = top_logprobs); llama.cpp: n_probs > 0.
+    LlamaProbs probs;
+    bool logprobs = false;
 };
+
+// Tokens [from, to) of a choice whose logprobs a chunk or an answer carries.
+struct TokenRange {
+    int from = 0;
+    int to = 0;
+};
+
+// TGI's ChatCompletionLogprobs, or llama.cpp's {"content": completion_probabilities}.
+void write_logprobs(JsonWriter& w, const CompatContext& ctx, const ChoiceState& c,
+                    TokenRange range) {
+    if (ctx.tgi) {
+        write_tgi_chat_logprobs(w, LogprobSeq(c.out, "</s>"), range.from, range.to, ctx.probs.n);
+        return;
+    }
+    std::vector<std::string_view> sent;
+    for (int k = range.from; k < range.to; ++k) {
+        sent.push_back(llamacpp_sent_text(c.out, k, ctx.req.stop.strings));
+    }
+    w.StartObject();
+    w.key("content");
+    write_llamacpp_probs(w, LogprobSeq(c.out, kLlamaEosText), range.from, range.to, ctx.probs.n,
+                         ctx.probs.post_sampling, sent);
+    w.EndObject();
+}
 
 std::string fingerprint(bool tgi) {
     return tgi ? std::string(kTgiVersion) + "-native" : std::string(kLlamaBuild);
@@ -88,9 +116,11 @@ void write_finish(JsonWriter& w, std::optional<std::string_view> finish, bool em
     }
 }
 
+// `logprobs`: the tokens whose logprobs the choice carries (none: null, or absent where the
+// server leaves the key out).
 void write_choice(JsonWriter& w, const CompatContext& ctx, const ChoiceState& c,
                   std::string_view text, std::optional<std::string_view> finish, bool delta,
-                  bool role) {
+                  bool role, std::optional<TokenRange> logprobs = std::nullopt) {
     w.StartObject();
     if (!ctx.req.chat) {
         // TGI: index, text, logprobs, finish_reason; llama.cpp: text, index, logprobs, ...
@@ -101,7 +131,12 @@ void write_choice(JsonWriter& w, const CompatContext& ctx, const ChoiceState& c,
             w.kv("text", text);
             w.kv_int("index", c.index);
         }
-        w.kv_null("logprobs");
+        w.key("logprobs");
+        if (logprobs) {
+            write_logprobs(w, ctx, c, *logprobs);
+        } else {
+            w.Null();
+        }
         write_finish(w, finish, ctx.tgi && delta);
         w.EndObject();
         return;
@@ -122,8 +157,16 @@ void write_choice(JsonWriter& w, const CompatContext& ctx, const ChoiceState& c,
     }
     w.EndObject();
     if (ctx.tgi) {
-        w.kv_null("logprobs");
+        w.key("logprobs");
+        if (logprobs) {
+            write_logprobs(w, ctx, c, *logprobs);
+        } else {
+            w.Null();
+        }
         write_finish(w, finish, false);
+    } else if (logprobs) {
+        w.key("logprobs");  // llama.cpp adds the key after the delta / message, when it has any
+        write_logprobs(w, ctx, c, *logprobs);
     }
     w.EndObject();
 }
@@ -143,6 +186,7 @@ public:
     }
 
     void on_step(ChoiceState& c, int tokens, bool last, EventList& out) override {
+        const bool probs = ctx_.logprobs;
         if (ctx_.tgi) {  // one chunk per token, the finish on the last one
             for (int k = c.tokens_sent; k < tokens; ++k) {
                 const auto end = static_cast<std::size_t>(k + 1);
@@ -151,15 +195,19 @@ public:
                     std::string_view(c.out.raw_text).substr(from, c.out.text_end[end - 1] - from);
                 const bool final = last && k + 1 == tokens;
                 chunk(out, c, text,
-                      final ? std::optional(tgi_reason(c.out, ctx_.req.chat)) : std::nullopt,
-                      false, final && !ctx_.req.chat, nullptr);
+                      final ? std::optional(tgi_reason(c.out, ctx_.req.chat)) : std::nullopt, false,
+                      final && !ctx_.req.chat, nullptr,
+                      probs ? std::optional(TokenRange{k, k + 1}) : std::nullopt);
             }
             return;
         }
         const std::string_view delta =
             take_delta(c, visible_partial_stop(c.out, tokens, last, ctx_.req.stop.strings));
-        if (!delta.empty()) {
-            chunk(out, c, delta, std::nullopt, false, false, nullptr);
+        // With n_probs every token's partial goes out (it carries the token's probabilities),
+        // even when its text is held back.
+        if (!delta.empty() || probs) {
+            chunk(out, c, delta, std::nullopt, false, false, nullptr,
+                  probs ? std::optional(TokenRange{c.tokens_sent, tokens}) : std::nullopt);
         }
         if (last) {
             const std::string_view reason = c.out.finish == Finish::kLength ? "length" : "stop";
@@ -204,7 +252,8 @@ private:
 
     void chunk(EventList& out, const ChoiceState& c, std::string_view text,
                std::optional<std::string_view> finish, bool role, bool usage,
-               const ChoiceState* timings) const {
+               const ChoiceState* timings,
+               std::optional<TokenRange> logprobs = std::nullopt) const {
         std::string& event = begin(out);
         JsonWriter w(event);
         w.StartObject();
@@ -213,7 +262,7 @@ private:
         }
         w.key("choices");
         w.StartArray();
-        write_choice(w, ctx_, c, text, finish, true, role);
+        write_choice(w, ctx_, c, text, finish, true, role, logprobs);
         w.EndArray();
         if (!ctx_.tgi) {
             llama_tail(w, ctx_, true);
@@ -246,7 +295,11 @@ void render_response(const CompatContext& ctx, const std::vector<ChoiceState>& c
         const std::string_view reason =
             ctx.tgi ? tgi_reason(c.out, true)
                     : (c.out.finish == Finish::kLength ? "length" : "stop");
-        write_choice(w, ctx, c, final_text(ctx, c.out), reason, false, false);
+        // llama.cpp leaves a stop word's tokens out of a non-stream listing.
+        const int listed = ctx.tgi ? c.out.completion_tokens() : llamacpp_listed_tokens(c.out);
+        const bool probs = ctx.logprobs && listed > 0;
+        write_choice(w, ctx, c, final_text(ctx, c.out), reason, false, false,
+                     probs ? std::optional(TokenRange{0, listed}) : std::nullopt);
     }
     w.EndArray();
     if (!ctx.tgi) {
@@ -307,10 +360,32 @@ net::awaitable<void> handle_compat(Request& req, Conn& conn, const Options& opti
         longest = std::max(longest, p.tokens);
     }
     const int room = options.max_model_len - longest;
+    LlamaProbs probs;
+    if (!error && !tgi) {
+        // Parameters llama.cpp's completions route refuses, and its chat route's logprobs.
+        std::optional<std::string> refused;
+        for (const char* param : {"best_of", "echo", "suffix"}) {
+            if (!chat && !refused && doc.IsObject() && doc.HasMember(param)) {
+                refused = std::string("Unsupported param: ") + param;
+            }
+        }
+        if (!refused) {
+            refused = llamacpp_probs(doc, chat, probs);
+        }
+        if (refused) {
+            std::string body;
+            render_llamacpp_error(500, *refused, body);
+            co_await conn.send(500, kLlamaJson, body);
+            co_return;
+        }
+    }
     if (!error && tgi) {
+        probs.n = oai.logprobs.value_or(0);
         if (auto m = tgi_check_sampling(oai.temperature == 0.0 ? std::nullopt : oai.temperature,
                                         oai.top_p, std::nullopt, oai.requested_max_tokens)) {
             error = OaiError{422, "Input validation error: " + *m, false};
+        } else if (auto top = tgi_check_top_n(oai.top_logprobs)) {
+            error = OaiError{422, "Input validation error: " + *top, false};
         } else if (room <= 0 || oai.requested_max_tokens.value_or(0) > room) {
             error = OaiError{422,
                              "Input validation error: `inputs` tokens + `max_new_tokens` must be <= " +
@@ -345,8 +420,13 @@ net::awaitable<void> handle_compat(Request& req, Conn& conn, const Options& opti
     oai.stop.keep_stop_string = tgi;
     oai.stop.eos_after = req.knobs.eos_after;
     std::vector<ChoiceState> choices = generate_choices(oai.prompts, 1, oai.max_tokens, oai.stop);
-    CompatContext ctx{oai, tgi, (chat ? "chatcmpl-" : "cmpl-") + random_alnum(32), unix_now(), 0,
-                      0, {req.received, Clock::now()}};
+    CompatContext ctx{.req = oai,
+                      .tgi = tgi,
+                      .id = (chat ? "chatcmpl-" : "cmpl-") + random_alnum(32),
+                      .created = unix_now(),
+                      .times = {req.received, Clock::now()},
+                      .probs = probs,
+                      .logprobs = tgi ? oai.logprobs.has_value() : probs.n > 0};
     for (const ChoiceState& c : choices) {
         ctx.prompt_tokens += c.prompt_tokens;
         ctx.completion_tokens += c.out.completion_tokens();

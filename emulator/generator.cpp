@@ -29,13 +29,6 @@ std::uint64_t fnv1a(std::uint64_t h, std::string_view bytes) {
     return h;
 }
 
-std::uint64_t splitmix64(std::uint64_t x) {
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
 bool is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
@@ -67,6 +60,13 @@ std::size_t find_stop(const std::string& text, std::size_t before,
 }
 
 }  // namespace
+
+std::uint64_t splitmix64(std::uint64_t x) {
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
 
 std::span<const std::string_view> vocabulary() { return kVocabulary; }
 
@@ -119,6 +119,8 @@ Output generate(std::uint64_t prompt_hash, int choice, int budget, const StopRul
     out.raw_text.reserve(reserve * 6);
     const std::uint64_t seed_mix =
         rules.seed ? splitmix64(static_cast<std::uint64_t>(*rules.seed) ^ 0x5eed) : 0;
+    out.logprob_key = splitmix64(splitmix64(prompt_hash ^ seed_mix) ^
+                                 (static_cast<std::uint64_t>(choice) << 32) ^ 0x6c6f6770726f62ULL);
 
     for (int k = 0; k < budget; ++k) {
         if (rules.eos_after && !rules.ignore_eos && k == *rules.eos_after) {

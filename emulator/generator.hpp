@@ -68,12 +68,17 @@ struct Output {
     std::string matched_string;
     std::int64_t matched_token = 0;
     int budget = 0;
+    // Seeds the log-probability model's draws for this sequence (logprobs.hpp).
+    std::uint64_t logprob_key = 0;
 
     int completion_tokens() const { return static_cast<int>(token_ids.size()); }
     std::string_view final_text() const { return {raw_text.data(), final_len}; }
 };
 
 Output generate(std::uint64_t prompt_hash, int choice, int budget, const StopRules& rules);
+
+// The generator's mixing function (SplitMix64's finaliser), shared with the logprob model.
+std::uint64_t splitmix64(std::uint64_t x);
 
 // A 32-hex-digit request id (uuid4().hex style), from a per-thread generator.
 std::string random_hex_id();

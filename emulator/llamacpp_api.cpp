@@ -4,6 +4,7 @@
 
 #include "emulator/api.hpp"
 #include "emulator/llamacpp.hpp"
+#include "emulator/logprob_wire.hpp"
 #include "emulator/wire_common.hpp"
 
 namespace infergate::emulator {
@@ -48,6 +49,7 @@ struct LlamaRequest {
     double temperature = 0.8;
     std::int64_t top_k = 40;
     double top_p = 0.95;
+    LlamaProbs probs;
 };
 
 // One prompt: a string, token ids, or ids and strings mixed (tokenize_mixed).
@@ -133,7 +135,19 @@ std::pair<int, std::string> parse_llama(const Value& doc, LlamaRequest& out) {
             }
         }
     }
+    llamacpp_probs(doc, false, out.probs);
     return {0, {}};
+}
+
+// completion_probabilities of tokens [from, to): each token's text is what it sent.
+void write_probs(JsonWriter& w, const LlamaRequest& lr, const Output& o, int from, int to) {
+    std::vector<std::string_view> sent;
+    for (int k = from; k < to; ++k) {
+        sent.push_back(llamacpp_sent_text(o, k, lr.stop.strings));
+    }
+    w.key("completion_probabilities");
+    write_llamacpp_probs(w, LogprobSeq(o, kLlamaEosText), from, to, lr.probs.n,
+                         lr.probs.post_sampling, sent);
 }
 
 struct LlamaContext {
@@ -190,6 +204,10 @@ void write_result(JsonWriter& w, const LlamaContext& ctx, const ChoiceState& c, 
     w.kv("stopping_word", o.finish == Finish::kStopString ? o.matched_string : "");
     w.kv_int("tokens_cached", c.prompt_tokens + o.completion_tokens());
     write_llamacpp_timings(w, ctx.times, c.prompt_tokens, o.completion_tokens());
+    // Non-stream only (a stream sent them with each token), without a stop word's tokens.
+    if (!streamed && ctx.lr.probs.n > 0 && llamacpp_listed_tokens(o) > 0) {
+        write_probs(w, ctx.lr, o, 0, llamacpp_listed_tokens(o));
+    }
     w.EndObject();
 }
 
@@ -200,7 +218,10 @@ public:
     void on_step(ChoiceState& c, int tokens, bool last, EventList& out) override {
         const std::string_view delta =
             take_delta(c, visible_partial_stop(c.out, tokens, last, ctx_.lr.stop.strings));
-        if (!delta.empty()) {  // a held-back partial stop word sends nothing yet
+        // A held-back partial stop word sends nothing yet; with n_probs every token is sent
+        // (c392e509 sends a partial per token), since it carries that token's probabilities.
+        const bool probs = ctx_.lr.probs.n > 0;
+        if (!delta.empty() || probs) {
             std::string& event = out.next();
             event = "data: ";
             JsonWriter w(event);
@@ -217,6 +238,9 @@ public:
             w.kv_int("id_slot", c.index);
             w.kv_int("tokens_predicted", tokens);
             w.kv_int("tokens_evaluated", c.prompt_tokens);
+            if (probs) {
+                write_probs(w, ctx_.lr, c.out, c.tokens_sent, tokens);
+            }
             w.EndObject();
             event += "\n\n";
         }

@@ -1,4 +1,5 @@
 // llama.cpp's shared wire pieces: the error shape, the timings object and the info bodies.
+#include <algorithm>
 #include <chrono>
 
 #include "emulator/api.hpp"
@@ -19,6 +20,63 @@ std::string_view llamacpp_error_type(int status) {
         case 503: return "unavailable_error";
         default: return "server_error";
     }
+}
+
+namespace {
+
+// json_value<int>: numbers (truncated) and booleans convert, anything else is the default.
+int llama_int(const rapidjson::Value& doc, std::string_view name, int fallback) {
+    const rapidjson::Value* v = member(doc, name);
+    if (v == nullptr) {
+        return fallback;
+    }
+    if (v->IsBool()) {
+        return v->GetBool() ? 1 : 0;
+    }
+    if (v->IsNumber()) {
+        return static_cast<int>(std::clamp(v->GetDouble(), -2147483648.0, 2147483647.0));
+    }
+    return fallback;
+}
+
+bool llama_bool(const rapidjson::Value& doc, std::string_view name) {
+    bool value = false;
+    return get_bool(doc, name, value) == Lookup::kOk && value;
+}
+
+}  // namespace
+
+std::optional<std::string> llamacpp_probs(const rapidjson::Value& doc, bool chat, LlamaProbs& out) {
+    out.n = llama_int(doc, "n_probs", 0);
+    if (chat) {
+        if (llama_bool(doc, "logprobs")) {
+            out.n = llama_int(doc, "top_logprobs", 20);
+        } else if (member(doc, "top_logprobs") != nullptr) {
+            return std::string("top_logprobs requires logprobs to be set to true");
+        }
+    }
+    // "Use OpenAI API logprobs only if n_probs wasn't provided"
+    if (out.n == 0 && member(doc, "logprobs") != nullptr) {
+        out.n = llama_int(doc, "logprobs", 0);
+    }
+    out.post_sampling = llama_bool(doc, "post_sampling_probs");
+    return std::nullopt;
+}
+
+std::string_view llamacpp_sent_text(const Output& out, int k,
+                                    const std::vector<std::string>& stops) {
+    const int n = out.completion_tokens();
+    const std::size_t before = visible_partial_stop(out, k, k == n, stops);
+    const std::size_t after = std::max(visible_partial_stop(out, k + 1, k + 1 == n, stops), before);
+    return std::string_view(out.raw_text).substr(before, after - before);
+}
+
+int llamacpp_listed_tokens(const Output& out) {
+    if (out.finish != Finish::kStopString) {
+        return out.completion_tokens();
+    }
+    const int stop_tokens = static_cast<int>(pseudo_token_ids(out.matched_string).size());
+    return std::max(0, out.completion_tokens() - stop_tokens);
 }
 
 void render_llamacpp_error(int status, std::string_view message, std::string& body) {

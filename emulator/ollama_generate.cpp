@@ -4,6 +4,7 @@
 
 #include "emulator/api.hpp"
 #include "emulator/json_util.hpp"
+#include "emulator/logprob_wire.hpp"
 #include "emulator/ollama.hpp"
 #include "emulator/wire_common.hpp"
 
@@ -47,6 +48,8 @@ struct OllamaRequest {
     bool load_only = false;  // empty prompt / no messages: a model-load request
     int budget = 0;
     StopRules stop;
+    bool logprobs = false;  // `logprobs`, with `top_logprobs` alternatives (0-20)
+    int top_logprobs = 0;
 };
 
 // Ollama's substitute for text/template on our one template: {{ .System }} and {{ .Prompt }}.
@@ -81,6 +84,20 @@ std::string_view string_field(const Value& doc, std::string_view name) {
                                          : std::string_view();
 }
 
+// encoding/json's name for a JSON value's type in an UnmarshalTypeError.
+std::string go_json_type(const Value& v) {
+    if (v.IsString()) {
+        return "string";
+    }
+    if (v.IsBool()) {
+        return "bool";
+    }
+    if (v.IsNumber()) {
+        return "number " + py_number(v);
+    }
+    return v.IsArray() ? "array" : "object";
+}
+
 // Returns {status, message} of the first error, or status 0.
 std::pair<int, std::string> parse_ollama(const Value& doc, bool chat, const Options& options,
                                          OllamaRequest& out) {
@@ -88,6 +105,22 @@ std::pair<int, std::string> parse_ollama(const Value& doc, bool chat, const Opti
     out.model = std::string(string_field(doc, "model"));
     get_bool(doc, "stream", out.stream);
     get_bool(doc, "raw", out.raw);
+    // Decoding errors come first (ShouldBindJSON), then the top_logprobs range.
+    const std::string_view type = chat ? "ChatRequest" : "GenerateRequest";
+    if (get_bool(doc, "logprobs", out.logprobs) == Lookup::kWrongType) {
+        return {400, "json: cannot unmarshal " + go_json_type(*member(doc, "logprobs")) +
+                         " into Go struct field " + std::string(type) + ".logprobs of type bool"};
+    }
+    if (const Value* top = member(doc, "top_logprobs")) {
+        if (!top->IsInt64()) {
+            return {400, "json: cannot unmarshal " + go_json_type(*top) + " into Go struct field " +
+                             std::string(type) + ".top_logprobs of type int"};
+        }
+        if (top->GetInt64() < 0 || top->GetInt64() > 20) {
+            return {400, "top_logprobs must be between 0 and 20"};
+        }
+        out.top_logprobs = static_cast<int>(top->GetInt64());
+    }
     if (out.model.empty()) {
         return {400, "model is required"};
     }
@@ -183,10 +216,34 @@ struct Timings {
     std::int64_t load = 0, prompt_eval = 0, eval = 0, total = 0;
 };
 
-// The final object's tail: done_reason, context, metrics (zero values omitted, like omitempty).
-void write_done(JsonWriter& w, const OllamaRequest& r, const Output& o, const Timings& t) {
+// The tokens whose logprobs Ollama returns: every generated one but EOS (the runner computes
+// none for it) and those a stop string's truncation removed (their text is gone).
+int listed_tokens(const Output& o) {
+    int n = o.completion_tokens();
+    if (o.finish == Finish::kEos) {
+        --n;
+    }
+    while (n > 0 && raw_len_after(o, n - 1) >= o.final_len && o.finish == Finish::kStopString) {
+        --n;  // the token starts at or after the cut
+    }
+    return n;
+}
+
+void write_logprobs(JsonWriter& w, const OllamaRequest& r, const Output& o, int from, int to) {
+    w.key("logprobs");
+    write_ollama_logprobs(w, LogprobSeq(o, ""), from, to, r.top_logprobs);
+}
+
+// The final object's tail: done_reason, context, metrics (zero values omitted, like omitempty);
+// `logprobs` (non-stream: all of them) after done_reason on chat, at the very end on generate.
+void write_done(JsonWriter& w, const OllamaRequest& r, const Output& o, const Timings& t,
+                bool with_logprobs) {
+    const bool logprobs = with_logprobs && r.logprobs && listed_tokens(o) > 0;
     w.kv_bool("done", true);
     w.kv("done_reason", o.finish == Finish::kLength ? "length" : "stop");
+    if (logprobs && r.chat) {
+        write_logprobs(w, r, o, 0, listed_tokens(o));
+    }
     if (!r.chat && !r.raw) {
         w.key("context");
         w.StartArray();
@@ -210,6 +267,9 @@ void write_done(JsonWriter& w, const OllamaRequest& r, const Output& o, const Ti
             w.kv_int(name, value);
         }
     }
+    if (logprobs && !r.chat) {
+        write_logprobs(w, r, o, 0, listed_tokens(o));
+    }
 }
 
 class OllamaEncoder final : public EventEncoder {
@@ -229,6 +289,18 @@ public:
         write_head(w, r_);
         write_text(w, r_, delta);
         w.kv_bool("done", false);
+        if (r_.logprobs) {
+            // The pending tokens go with the text that shows them: those whose text has begun.
+            const Output& o = c.out;
+            int upto = logprobs_sent_;
+            while (upto < listed_tokens(o) && raw_len_after(o, upto) < c.text_sent) {
+                ++upto;
+            }
+            if (upto > logprobs_sent_) {
+                write_logprobs(w, r_, o, logprobs_sent_, upto);
+                logprobs_sent_ = upto;
+            }
+        }
         w.EndObject();
         line += '\n';
     }
@@ -241,7 +313,7 @@ public:
         w.StartObject();
         write_head(w, r_);
         write_text(w, r_, "");
-        write_done(w, r_, choices.front().out, t);
+        write_done(w, r_, choices.front().out, t, false);  // the lines carried them
         w.EndObject();
         line += '\n';
     }
@@ -250,6 +322,7 @@ private:
     const OllamaRequest& r_;
     const Request& req_;
     Clock::time_point started_, first_;
+    int logprobs_sent_ = 0;
 };
 
 std::string go_json_error(std::string_view body, const rapidjson::Document& doc) {
@@ -319,7 +392,7 @@ net::awaitable<void> handle_ollama_generation(Request& req, Conn& conn, const Op
         w.StartObject();
         write_head(w, r);
         write_text(w, r, o.final_text());
-        write_done(w, r, o, t);
+        write_done(w, r, o, t, true);
         w.EndObject();
     };
     co_await send_generated(conn, req.knobs, choices, render, kErrors, kFraming);

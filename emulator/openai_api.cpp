@@ -110,6 +110,19 @@ net::awaitable<void> handle_oai_generation(Request& req, Conn& conn, const Optio
         co_return;
     }
 
+    if (!vllm && oai.echo && oai.logprobs == 0) {
+        // SGLang reads meta_info["input_top_logprobs"], which only top_logprobs_num > 0 fills:
+        // a KeyError, a 500 or (the stream's headers already sent) a cut stream.
+        if (!oai.stream) {
+            std::string body;
+            render_sglang_oai_error(
+                OaiError{500, "Internal server error: 'input_top_logprobs'", false}, body);
+            co_await conn.send(500, kJson, body);
+        } else if (co_await conn.begin_stream(kEventStream)) {
+            conn.close_clean();
+        }
+        co_return;
+    }
     oai.stop.eos_after = req.knobs.eos_after;
     std::vector<ChoiceState> choices =
         generate_choices(oai.prompts, oai.n, oai.max_tokens, oai.stop);

@@ -12,6 +12,16 @@ using rapidjson::Value;
 
 constexpr int kDefaultChatBudget = 256;  // stand-in for vLLM's "rest of the context"
 constexpr int kDefaultCompletionBudget = 16;
+// vLLM's --max-logprobs default, and the vocabulary size -1 ("all") stands for.
+constexpr std::int64_t kVllmMaxLogprobs = 20;
+constexpr std::int64_t kVocabSize = 164;
+
+// A key that is present, even with a null value.
+bool has_key(const Value& obj, std::string_view name) {
+    return obj.IsObject() &&
+           obj.FindMember(Value(rapidjson::StringRef(
+               name.data(), static_cast<rapidjson::SizeType>(name.size())))) != obj.MemberEnd();
+}
 
 class Parser {
 public:
@@ -44,6 +54,9 @@ private:
     std::optional<OaiError> parse_prompt();
     std::optional<OaiError> parse_messages();
     std::optional<OaiError> parse_stop();
+    std::optional<OaiError> parse_logprobs();
+    std::optional<OaiError> lax_int(std::string_view name, std::optional<int>& out) const;
+    void add_prompt_detail(std::string text, std::vector<PromptToken> tokens);
     std::optional<OaiError> validate_sampling();
     std::optional<OaiError> resolve_budget();
 
@@ -58,6 +71,7 @@ private:
     std::optional<double> temperature_;
     std::optional<double> top_p_;
     std::int64_t n_ = 1;
+    bool want_prompt_tokens_ = false;
 };
 
 std::optional<OaiError> Parser::run() {
@@ -68,6 +82,9 @@ std::optional<OaiError> Parser::run() {
     }
     out_.chat = chat_;
     if (auto e = parse_types()) {
+        return e;
+    }
+    if (auto e = parse_logprobs()) {
         return e;
     }
     if (auto e = chat_ ? parse_messages() : parse_prompt()) {
@@ -212,6 +229,101 @@ std::optional<OaiError> Parser::parse_stop() {
     return std::nullopt;
 }
 
+// pydantic's lax int: integers, integral floats and booleans.
+std::optional<OaiError> Parser::lax_int(std::string_view name, std::optional<int>& out) const {
+    const Value* v = member(doc_, name);
+    if (v == nullptr) {
+        return std::nullopt;
+    }
+    std::int64_t value = 0;
+    if (v->IsBool()) {
+        value = v->GetBool() ? 1 : 0;
+    } else if (get_int(doc_, name, value) != Lookup::kOk) {
+        return framework(name, "Input should be a valid integer");
+    }
+    out = static_cast<int>(std::clamp<std::int64_t>(value, -(1 << 30), 1 << 30));
+    return std::nullopt;
+}
+
+// The logprob fields of CompletionRequest / ChatCompletionRequest and their model validators.
+// llama.cpp reads them its own way (compat_openai.cpp); TGI's completions do not know them.
+std::optional<OaiError> Parser::parse_logprobs() {
+    if (flavor_ == OaiFlavor::kLlamacpp || (flavor_ == OaiFlavor::kTgi && !chat_)) {
+        return std::nullopt;
+    }
+    std::optional<int> prompt_logprobs;
+    if (vllm_) {
+        if (auto e = lax_int("prompt_logprobs", prompt_logprobs)) {
+            return e;
+        }
+        if (prompt_logprobs && out_.stream && (*prompt_logprobs > 0 || *prompt_logprobs == -1)) {
+            return framework("",
+                             "Value error, `prompt_logprobs` are not available when "
+                             "`stream=True`.");
+        }
+        if (prompt_logprobs && *prompt_logprobs < -1) {
+            return framework("", "Value error, `prompt_logprobs` must be a positive value or -1.");
+        }
+    }
+    if (!chat_) {
+        if (get_bool(doc_, "echo", out_.echo) == Lookup::kWrongType) {
+            return framework("echo", "Input should be a valid boolean");
+        }
+        if (auto e = lax_int("logprobs", out_.logprobs)) {
+            return e;
+        }
+        if (vllm_ && out_.logprobs && *out_.logprobs < 0) {
+            return framework("", "Value error, `logprobs` must be a positive value.");
+        }
+        // vLLM: echo computes the prompt's logprobs with the listing's count.
+        out_.prompt_logprobs = prompt_logprobs ? prompt_logprobs
+                               : out_.echo     ? out_.logprobs
+                                               : std::nullopt;
+        want_prompt_tokens_ = out_.echo || (vllm_ && out_.prompt_logprobs);
+        return std::nullopt;
+    }
+    bool logprobs = false;
+    if (get_bool(doc_, "logprobs", logprobs) == Lookup::kWrongType ||
+        (!vllm_ && flavor_ != OaiFlavor::kTgi && has_key(doc_, "logprobs") &&
+         member(doc_, "logprobs") == nullptr)) {
+        return framework("logprobs", "Input should be a valid boolean");  // SGLang: bool, not None
+    }
+    std::optional<int> top;
+    if (auto e = lax_int("top_logprobs", top)) {
+        return e;
+    }
+    out_.top_logprobs = top;
+    if (vllm_) {
+        // top_logprobs defaults to 0; an explicit null turns the listing off.
+        if (!has_key(doc_, "top_logprobs")) {
+            top = 0;
+        }
+        if (top && *top < -1) {
+            return framework("", "Value error, `top_logprobs` must be a positive value or -1.");
+        }
+        if (top && (*top == -1 || *top > 0) && !logprobs) {
+            return framework("",
+                             "Value error, when using `top_logprobs`, `logprobs` must be set "
+                             "to true.");
+        }
+        out_.prompt_logprobs = prompt_logprobs;
+        want_prompt_tokens_ = prompt_logprobs.has_value();
+        if (logprobs && top) {
+            out_.logprobs = top;
+        }
+        return std::nullopt;
+    }
+    if (logprobs) {
+        out_.logprobs = std::max(top.value_or(0), 0);
+    }
+    return std::nullopt;
+}
+
+void Parser::add_prompt_detail(std::string text, std::vector<PromptToken> tokens) {
+    out_.prompt_texts.push_back(std::move(text));
+    out_.prompt_tokens.push_back(std::move(tokens));
+}
+
 std::optional<OaiError> Parser::parse_prompt() {
     const Value* prompt = member(doc_, "prompt");
     static constexpr std::string_view kMissing =
@@ -223,7 +335,11 @@ std::optional<OaiError> Parser::parse_prompt() {
         if (prompt->GetStringLength() == 0) {
             return framework("", kMissing);
         }
-        out_.prompts.push_back(prompt_from_text({prompt->GetString(), prompt->GetStringLength()}));
+        const std::string_view text(prompt->GetString(), prompt->GetStringLength());
+        out_.prompts.push_back(prompt_from_text(text));
+        if (want_prompt_tokens_) {
+            add_prompt_detail(std::string(text), prompt_tokens_from_text(text));
+        }
         return std::nullopt;
     }
     if (!prompt->IsArray() || prompt->Empty()) {
@@ -240,6 +356,10 @@ std::optional<OaiError> Parser::parse_prompt() {
             ids.push_back(id.GetInt64());
         }
         out_.prompts.push_back(prompt_from_ids(ids));
+        if (want_prompt_tokens_) {
+            std::vector<PromptToken> tokens = prompt_tokens_from_ids(ids);
+            add_prompt_detail(prompt_text(tokens), std::move(tokens));
+        }
         return std::nullopt;
     }
     for (const Value& item : prompt->GetArray()) {  // [str] or [[int]]: a batch
@@ -247,7 +367,11 @@ std::optional<OaiError> Parser::parse_prompt() {
             if (item.GetStringLength() == 0) {
                 return serving("The decoder prompt cannot be empty");
             }
-            out_.prompts.push_back(prompt_from_text({item.GetString(), item.GetStringLength()}));
+            const std::string_view text(item.GetString(), item.GetStringLength());
+            out_.prompts.push_back(prompt_from_text(text));
+            if (want_prompt_tokens_) {
+                add_prompt_detail(std::string(text), prompt_tokens_from_text(text));
+            }
         } else if (item.IsArray() && first.IsArray()) {
             ids.clear();
             for (const Value& id : item.GetArray()) {
@@ -260,6 +384,10 @@ std::optional<OaiError> Parser::parse_prompt() {
                 return serving("The decoder prompt cannot be empty");
             }
             out_.prompts.push_back(prompt_from_ids(ids));
+            if (want_prompt_tokens_) {
+                std::vector<PromptToken> tokens = prompt_tokens_from_ids(ids);
+                add_prompt_detail(prompt_text(tokens), std::move(tokens));
+            }
         } else {
             return framework("prompt", "Input should be a valid string");
         }
@@ -276,23 +404,33 @@ std::optional<OaiError> Parser::parse_messages() {
         return framework("messages", "Input should be a valid list");
     }
     ChatPromptBuilder builder;
+    ChatPromptTokens tokens;  // only when a prompt listing needs them
     for (const Value& m : messages->GetArray()) {
         const Value* role = member(m, "role");
         if (role == nullptr || !role->IsString()) {
             return framework("messages.role", "Field required");
         }
         builder.add_message({role->GetString(), role->GetStringLength()});
+        if (want_prompt_tokens_) {
+            tokens.add_message({role->GetString(), role->GetStringLength()});
+        }
         const Value* content = member(m, "content");
         if (content == nullptr) {
             continue;
         }
+        auto add = [&](const Value& text) {
+            builder.add_content({text.GetString(), text.GetStringLength()});
+            if (want_prompt_tokens_) {
+                tokens.add_content({text.GetString(), text.GetStringLength()});
+            }
+        };
         if (content->IsString()) {
-            builder.add_content({content->GetString(), content->GetStringLength()});
+            add(*content);
         } else if (content->IsArray()) {
             for (const Value& part : content->GetArray()) {
                 const Value* text = member(part, "text");
                 if (text != nullptr && text->IsString()) {
-                    builder.add_content({text->GetString(), text->GetStringLength()});
+                    add(*text);
                 }
             }
         } else {
@@ -300,6 +438,10 @@ std::optional<OaiError> Parser::parse_messages() {
         }
     }
     out_.prompts.push_back(builder.finish());
+    if (want_prompt_tokens_) {
+        std::vector<PromptToken> list = tokens.finish();
+        add_prompt_detail(prompt_text(list), std::move(list));
+    }
     return std::nullopt;
 }
 
@@ -324,6 +466,18 @@ std::optional<OaiError> Parser::validate_sampling() {
         return serving(
             vllm_ ? "max_tokens must be at least 0, got " + std::to_string(*max_tokens_) + "."
                   : "max_new_tokens must be at least 0, got " + std::to_string(*max_tokens_) + ".");
+    }
+    if (vllm_) {
+        // The engine's _validate_logprobs: -1 means the whole vocabulary.
+        for (auto [what, count] :
+             {std::pair{"sample", out_.logprobs}, {"prompt", out_.prompt_logprobs}}) {
+            const std::int64_t n = count == -1 ? kVocabSize : count.value_or(0);
+            if (n > kVllmMaxLogprobs) {
+                return serving(
+                    std::string("Requested ") + what + " logprobs of " + std::to_string(n) +
+                    ", which is greater than max allowed: " + std::to_string(kVllmMaxLogprobs));
+            }
+        }
     }
     return std::nullopt;
 }
@@ -366,6 +520,11 @@ std::optional<OaiError> Parser::resolve_budget() {
                        "completion.");
     }
     out_.max_tokens = static_cast<int>(budget);
+    if (out_.echo && budget == 0) {
+        // vLLM asks the engine for one token and shows only the prompt.
+        out_.echo_only = true;
+        out_.max_tokens = 1;
+    }
     return std::nullopt;
 }
 

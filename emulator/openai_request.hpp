@@ -9,6 +9,7 @@
 #include <rapidjson/document.h>
 
 #include "emulator/generator.hpp"
+#include "emulator/logprobs.hpp"
 #include "emulator/options.hpp"
 
 namespace infergate::emulator {
@@ -31,6 +32,18 @@ struct OaiRequest {
     std::optional<std::int64_t> requested_max_tokens;
     std::optional<double> temperature;
     std::optional<double> top_p;
+    std::optional<std::int64_t> top_logprobs;  // chat, as sent (TGI validates it as top_n_tokens)
+
+    // Log probabilities (docs/emulator.md, "Log probabilities"). `logprobs`: asked for, with
+    // that many alternatives (completions `logprobs: N`; chat `top_logprobs` when `logprobs` is
+    // true); `prompt_logprobs`: the prompt's too (vLLM, and implied by echo with logprobs).
+    std::optional<int> logprobs;
+    std::optional<int> prompt_logprobs;
+    bool echo = false;       // completions: the prompt leads the text
+    bool echo_only = false;  // vLLM echo with max_tokens 0: the prompt, and one hidden token
+    // Per prompt, its text and tokens, when echo or a prompt listing needs them.
+    std::vector<std::string> prompt_texts;
+    std::vector<std::vector<PromptToken>> prompt_tokens;
 };
 
 struct OaiError {

@@ -2,11 +2,13 @@
 // sampling_params, cumulative-text SSE with meta_info on every event, and the info routes.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "emulator/api.hpp"
 #include "emulator/json_util.hpp"
-#include "emulator/wire_common.hpp"
+#include "emulator/logprob_wire.hpp"
 #include "emulator/sglang_request.hpp"
+#include "emulator/wire_common.hpp"
 
 namespace infergate::emulator {
 namespace {
@@ -35,9 +37,15 @@ void write_finish(JsonWriter& w, const Output& o) {
     w.EndObject();
 }
 
+// What a choice's meta_info lists when return_logprob is set.
+struct ItemLogprobs {
+    const ItemParams* params = nullptr;  // null: no logprobs asked
+    const std::vector<PromptToken>* prompt = nullptr;
+};
+
 // One output dict: {"text","output_ids","meta_info"[, "index"]} after `tokens` tokens.
 void write_item(JsonWriter& w, const ChoiceState& c, int tokens, bool last, bool batch,
-                const Request& req, bool with_sent_ts) {
+                const Request& req, bool with_sent_ts, const ItemLogprobs& lp) {
     const Output& o = c.out;
     const std::size_t cum =
         last ? o.final_len : (tokens > 0 ? o.text_end[static_cast<std::size_t>(tokens - 1)] : 0);
@@ -60,6 +68,17 @@ void write_item(JsonWriter& w, const ChoiceState& c, int tokens, bool last, bool
     w.kv_int("prompt_tokens", c.prompt_tokens);
     w.kv("weight_version", "default");
     w.kv_int("total_retractions", 0);
+    if (lp.params != nullptr) {
+        // Cumulative on every stream event, like the lists the tokenizer manager keeps.
+        const ItemParams& p = *lp.params;
+        const std::optional<LogprobSeq> input =
+            p.logprob_start_len >= 0 && lp.prompt != nullptr && !lp.prompt->empty()
+                ? std::optional<LogprobSeq>(std::in_place, *lp.prompt, "</s>")
+                : std::nullopt;
+        write_sglang_meta_logprobs(w, input ? &*input : nullptr, p.logprob_start_len,
+                                   LogprobSeq(o, "</s>"), tokens, p.top_logprobs_num,
+                                   p.text_in_logprobs);
+    }
     w.kv_int("completion_tokens", tokens);
     w.kv_int("cached_tokens", 0);
     w.kv_null("cached_tokens_details");
@@ -84,14 +103,26 @@ void write_item(JsonWriter& w, const ChoiceState& c, int tokens, bool last, bool
     w.EndObject();
 }
 
+// The logprob listing of choice c (index = prompt_i * n + j).
+ItemLogprobs logprobs_of(const ChoiceState& c, const std::vector<Prompt>& prompts,
+                         const std::vector<ItemParams>& params) {
+    const std::size_t i = static_cast<std::size_t>(c.index / params[0].n);
+    if (!params[i].return_logprob) {
+        return {};
+    }
+    return {&params[i], &prompts[i].tokens};
+}
+
 class NativeEncoder final : public EventEncoder {
 public:
-    NativeEncoder(const Request& req, bool batch) : req_(req), batch_(batch) {}
+    NativeEncoder(const Request& req, bool batch, const std::vector<Prompt>& prompts,
+                  const std::vector<ItemParams>& params)
+        : req_(req), batch_(batch), prompts_(prompts), params_(params) {}
     void on_step(ChoiceState& c, int tokens, bool last, EventList& out) override {
         std::string& event = out.next();
         event = "data: ";
         JsonWriter w(event);
-        write_item(w, c, tokens, last, batch_, req_, false);
+        write_item(w, c, tokens, last, batch_, req_, false, logprobs_of(c, prompts_, params_));
         event += "\n\n";
     }
     void on_end(std::vector<ChoiceState>&, EventList&) override {}
@@ -99,6 +130,8 @@ public:
 private:
     const Request& req_;
     bool batch_;
+    const std::vector<Prompt>& prompts_;
+    const std::vector<ItemParams>& params_;
 };
 
 class NativeErrors final : public ErrorStyle {
@@ -163,6 +196,12 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
     bool batch = false;
     std::string message;
     const Failure failure = parse_generate(doc, options, prompts, params, batch, message);
+    if (failure == Failure::kValidation) {
+        std::string body;
+        render_sglang_oai_error(OaiError{400, message, true}, body);
+        co_await conn.send(400, kJson, body);
+        co_return;
+    }
     if (failure == Failure::kTypeError) {
         if (!stream) {
             co_await conn.send(500, kPlainText, "Internal Server Error");
@@ -201,7 +240,7 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
         }
     }
     if (stream) {
-        NativeEncoder encoder(req, batch);
+        NativeEncoder encoder(req, batch, prompts, params);
         co_await run_stream(conn, req, choices, encoder, kNativeErrors);
         co_return;
     }
@@ -212,7 +251,8 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
         w.StartArray();
     }
     for (const ChoiceState& c : choices) {
-        write_item(w, c, c.out.completion_tokens(), true, false, req, true);
+        write_item(w, c, c.out.completion_tokens(), true, false, req, true,
+                   logprobs_of(c, prompts, params));
     }
     if (batch) {
         w.EndArray();

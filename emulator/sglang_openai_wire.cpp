@@ -3,12 +3,33 @@
 // matched_stop carries what stopped a choice; chat streams end every choice with a separate
 // empty-delta chunk. Deltas are cut from the engine's cumulative text the way SGLang does it.
 #include <optional>
+#include <span>
 
 #include "emulator/api.hpp"
 #include "emulator/json_util.hpp"
+#include "emulator/logprob_wire.hpp"
 
 namespace infergate::emulator {
 namespace {
+
+constexpr std::string_view kEosText = "</s>";  // batch_decode keeps special tokens
+
+// The LogProbs of a choice's tokens [from, to); on echo (logprob_start_len 0) the prompt's
+// tokens lead, the first without a logprob (serving_completions.py).
+void write_completion_logprobs(JsonWriter& w, const OaiContext& ctx, const ChoiceState& c, int from,
+                               int to, bool echo) {
+    const OaiRequest& r = ctx.req;
+    const LogprobSeq output(c.out, kEosText);
+    std::optional<LogprobSeq> prompt;
+    LogprobSpan spans[2];
+    std::size_t count = 0;
+    if (echo) {
+        prompt.emplace(r.prompt_tokens[static_cast<std::size_t>(c.index / r.n)], kEosText);
+        spans[count++] = {&*prompt, 0, prompt->size(), *r.logprobs};
+    }
+    spans[count++] = {&output, from, to, *r.logprobs};
+    write_sglang_completion_logprobs(w, std::span(spans, count), *r.logprobs);
+}
 
 void write_matched_stop(JsonWriter& w, const Output& out) {
     w.key("matched_stop");
@@ -106,13 +127,26 @@ public:
 private:
     void completion_step(const ChoiceState& c, int tokens, bool last, std::string_view delta,
                          EventList& out) {
+        const OaiRequest& r = ctx_.req;
+        // The first chunk of an echo is the prompt and the text so far.
+        const bool echo = r.echo && c.tokens_sent == 0;
+        if (echo) {
+            echo_text_ = r.prompt_texts[static_cast<std::size_t>(c.index / r.n)];
+            echo_text_.append(delta);
+            delta = echo_text_;
+        }
         std::string& event = begin(out);
         JsonWriter w(event);
         open_chunk(w, c.id);
         w.StartObject();
         w.kv_int("index", c.index);
         w.kv("text", delta);
-        w.kv_null("logprobs");
+        w.key("logprobs");
+        if (r.logprobs) {
+            write_completion_logprobs(w, ctx_, c, c.tokens_sent, tokens, echo && *r.logprobs > 0);
+        } else {
+            w.Null();
+        }
         if (last) {
             w.kv("finish_reason", finish_reason_name(c.out));
             write_matched_stop(w, c.out);
@@ -142,13 +176,20 @@ private:
             event += "\n\n";
         }
         if (!delta.empty()) {
+            // Logprobs ride on content chunks only: a step without text loses its tokens'.
             std::string& event = begin(out);
             JsonWriter w(event);
             open_chunk(w, c.id);
             w.StartObject();
             w.kv_int("index", c.index);
             write_delta(w, nullptr, delta);
-            w.kv_null("logprobs");
+            w.key("logprobs");
+            if (ctx_.req.logprobs) {
+                write_sglang_chat_logprobs(w, LogprobSeq(c.out, kEosText), c.tokens_sent, tokens,
+                                           *ctx_.req.logprobs);
+            } else {
+                w.Null();
+            }
             w.kv_null("finish_reason");
             w.kv_null("matched_stop");
             w.EndObject();
@@ -210,6 +251,7 @@ private:
     const OaiContext& ctx_;
     const std::string* last_id_ = nullptr;
     std::vector<const ChoiceState*> finish_order_;
+    std::string echo_text_;
 };
 
 class SglangOaiErrors final : public ErrorStyle {
@@ -232,7 +274,8 @@ std::unique_ptr<EventEncoder> make_sglang_oai_encoder(const OaiContext& ctx) {
 
 void render_sglang_oai_response(const OaiContext& ctx, const std::vector<ChoiceState>& choices,
                                 std::string& body) {
-    const bool chat = ctx.req.chat;
+    const OaiRequest& r = ctx.req;
+    const bool chat = r.chat;
     JsonWriter w(body);
     w.StartObject();
     w.kv("id", ctx.id);
@@ -252,10 +295,21 @@ void render_sglang_oai_response(const OaiContext& ctx, const std::vector<ChoiceS
             w.kv_null("reasoning_content");
             w.kv_null("tool_calls");
             w.EndObject();
+        } else if (r.echo) {
+            w.kv("text", r.prompt_texts[static_cast<std::size_t>(c.index / r.n)] +
+                             std::string(c.out.final_text()));
         } else {
             w.kv("text", c.out.final_text());
         }
-        w.kv_null("logprobs");
+        w.key("logprobs");
+        if (!r.logprobs) {
+            w.Null();
+        } else if (chat) {
+            write_sglang_chat_logprobs(w, LogprobSeq(c.out, kEosText), 0, c.out.completion_tokens(),
+                                       *r.logprobs);
+        } else {
+            write_completion_logprobs(w, ctx, c, 0, c.out.completion_tokens(), r.echo);
+        }
         w.kv("finish_reason", finish_reason_name(c.out));
         write_matched_stop(w, c.out);
         w.EndObject();

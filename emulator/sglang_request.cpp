@@ -1,6 +1,7 @@
 #include "emulator/sglang_request.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "emulator/json_util.hpp"
 #include "emulator/stream.hpp"
@@ -142,6 +143,48 @@ Failure parse_sampling(const Value* sp, ItemParams& out, std::string& message) {
     return Failure::kNone;
 }
 
+// GenerateReqInput's logprob fields: a scalar for every item, or a list with one per item (not
+// with n > 1). Returns false on a value of the wrong type.
+template <typename T>
+bool logprob_field(const Value& doc, std::string_view name, std::size_t i, T& out) {
+    const Value* v = member(doc, name);
+    if (v != nullptr && v->IsArray()) {
+        v = i < v->Size() ? &(*v)[static_cast<rapidjson::SizeType>(i)] : nullptr;
+    }
+    if (v == nullptr || v->IsNull()) {
+        return true;
+    }
+    if constexpr (std::is_same_v<T, bool>) {
+        if (!v->IsBool()) {
+            return false;
+        }
+        out = v->GetBool();
+    } else {
+        if (!v->IsInt64()) {
+            return false;
+        }
+        out = static_cast<int>(std::clamp<std::int64_t>(v->GetInt64(), -(1 << 30), 1 << 30));
+    }
+    return true;
+}
+
+Failure parse_logprob_fields(const Value& doc, std::size_t i, ItemParams& p, std::string& message) {
+    const std::pair<std::string_view, bool> fields[] = {
+        {"return_logprob", logprob_field(doc, "return_logprob", i, p.return_logprob)},
+        {"logprob_start_len", logprob_field(doc, "logprob_start_len", i, p.logprob_start_len)},
+        {"top_logprobs_num", logprob_field(doc, "top_logprobs_num", i, p.top_logprobs_num)},
+        {"return_text_in_logprobs",
+         logprob_field(doc, "return_text_in_logprobs", i, p.text_in_logprobs)}};
+    for (const auto& [name, ok] : fields) {
+        if (!ok) {
+            message = std::string(name) + ": Input should be a valid " +
+                      (name.starts_with("return") ? "boolean" : "integer");
+            return Failure::kValidation;
+        }
+    }
+    return Failure::kNone;
+}
+
 }  // namespace
 
 // GenerateReqInput.normalize_batch_and_arguments plus the per-item SamplingParams.
@@ -169,19 +212,21 @@ Failure parse_generate(const Value& doc, const Options& options, std::vector<Pro
             }
             scratch.push_back(id.GetInt64());
         }
-        prompts.push_back({prompt_from_ids(scratch), {}});
+        prompts.push_back({prompt_from_ids(scratch), {}, &list, {}});
         return true;
     };
     if (text != nullptr) {
         batch = text->IsArray();
         if (text->IsString()) {
-            prompts.push_back({prompt_from_text({text->GetString(), text->GetStringLength()}), {}});
+            prompts.push_back(
+                {prompt_from_text({text->GetString(), text->GetStringLength()}), {}, text, {}});
         } else if (text->IsArray()) {
             for (const Value& t : text->GetArray()) {
                 if (!t.IsString()) {
                     return Failure::kTypeError;
                 }
-                prompts.push_back({prompt_from_text({t.GetString(), t.GetStringLength()}), {}});
+                prompts.push_back(
+                    {prompt_from_text({t.GetString(), t.GetStringLength()}), {}, &t, {}});
             }
         } else {
             return Failure::kTypeError;
@@ -199,7 +244,8 @@ Failure parse_generate(const Value& doc, const Options& options, std::vector<Pro
                 return Failure::kTypeError;
             }
             if (embeds != nullptr) {
-                prompts.push_back({{0x3b3d ^ list.Size(), static_cast<int>(list.Size())}, {}});
+                prompts.push_back(
+                    {{0x3b3d ^ list.Size(), static_cast<int>(list.Size())}, {}, {}, {}});
             }
         } else {
             for (const Value& item : list.GetArray()) {
@@ -207,7 +253,8 @@ Failure parse_generate(const Value& doc, const Options& options, std::vector<Pro
                     return Failure::kTypeError;
                 }
                 if (embeds != nullptr) {
-                    prompts.push_back({{0x3b3d ^ item.Size(), static_cast<int>(item.Size())}, {}});
+                    prompts.push_back(
+                        {{0x3b3d ^ item.Size(), static_cast<int>(item.Size())}, {}, {}, {}});
                 }
             }
         }
@@ -254,6 +301,43 @@ Failure parse_generate(const Value& doc, const Options& options, std::vector<Pro
         return value_error("n must be at least 1.");
     }
     batch = batch || params[0].n > 1;
+    for (const char* name : {"return_logprob", "logprob_start_len", "top_logprobs_num"}) {
+        const Value* v = member(doc, name);
+        if (v != nullptr && v->IsArray() && params[0].n > 1) {
+            return value_error("Cannot use list " + std::string(name) +
+                               " with parallel_sample_num > 1");
+        }
+    }
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+        ItemParams& p = params[i];
+        if (const Failure f = parse_logprob_fields(doc, i, p, message); f != Failure::kNone) {
+            return f;
+        }
+        if (!p.return_logprob) {
+            continue;
+        }
+        // The scheduler aborts a start beyond the prompt (a 400).
+        if (p.logprob_start_len > prompts[i].key.tokens) {
+            return value_error("req.logprob_start_len=" + std::to_string(p.logprob_start_len) +
+                               " is higher than the number of input tokens "
+                               "len(req.origin_input_ids)=" +
+                               std::to_string(prompts[i].key.tokens) +
+                               ". Please use a smaller logprob_start_len.");
+        }
+        const Value* src = prompts[i].source;
+        if (p.logprob_start_len >= 0 && src != nullptr) {
+            if (src->IsString()) {
+                prompts[i].tokens =
+                    prompt_tokens_from_text({src->GetString(), src->GetStringLength()});
+            } else {
+                std::vector<std::int64_t> list;
+                for (const Value& id : src->GetArray()) {
+                    list.push_back(id.GetInt64());
+                }
+                prompts[i].tokens = prompt_tokens_from_ids(list);
+            }
+        }
+    }
     std::int64_t total = 0;
     for (const ItemParams& p : params) {
         total += static_cast<std::int64_t>(p.n) * std::max(p.max_new_tokens, 1);

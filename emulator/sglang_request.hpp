@@ -8,6 +8,7 @@
 #include <rapidjson/document.h>
 
 #include "emulator/generator.hpp"
+#include "emulator/logprobs.hpp"
 #include "emulator/options.hpp"
 
 namespace infergate::emulator {
@@ -15,18 +16,27 @@ namespace infergate::emulator {
 inline constexpr int kDefaultMaxNewTokens = 128;
 
 // What went wrong, in SGLang's terms: a ValueError becomes a 400 (or an in-band event on a
-// stream); a TypeError from SamplingParams(**params) escapes as a bare 500.
-enum class Failure { kNone, kValueError, kTypeError };
+// stream); a TypeError from SamplingParams(**params) escapes as a bare 500; a field of the wrong
+// type is FastAPI's validation error (400, SGLang's flat ErrorResponse).
+enum class Failure { kNone, kValueError, kTypeError, kValidation };
 
 struct ItemParams {
     int max_new_tokens = kDefaultMaxNewTokens;
     int n = 1;
     StopRules stop;
+    // return_logprob, logprob_start_len (-1: the output only), top_logprobs_num,
+    // return_text_in_logprobs: each a scalar or one per item.
+    bool return_logprob = false;
+    int logprob_start_len = -1;
+    int top_logprobs_num = 0;
+    bool text_in_logprobs = false;
 };
 
 struct Prompt {
     PromptKey key;
     std::string rid;
+    const rapidjson::Value* source = nullptr;  // text or ids, for the prompt's tokens
+    std::vector<PromptToken> tokens;           // only when its input logprobs are asked
 };
 
 // Fills `prompts` and `params` (one per prompt) from the body; `batch` is set when the answer

@@ -6,6 +6,7 @@
 
 #include "emulator/api.hpp"
 #include "emulator/json_util.hpp"
+#include "emulator/logprob_wire.hpp"
 #include "emulator/tgi_request.hpp"
 #include "emulator/wire_common.hpp"
 
@@ -29,18 +30,6 @@ std::string rust_f64(double v) {
     char buf[64];
     auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed);
     return {buf, end};
-}
-
-void write_token(JsonWriter& w, const Output& o, std::size_t k) {
-    const bool eos = o.finish == Finish::kEos && k + 1 == o.token_ids.size();
-    const std::size_t from = k > 0 ? o.text_end[k - 1] : 0;
-    w.StartObject();
-    w.kv_int("id", o.token_ids[k]);
-    w.kv("text", eos ? kEosText : std::string_view(o.raw_text).substr(from, o.text_end[k] - from));
-    w.key("logprob");
-    w.Double(fake_logprob(o.token_ids[k]));
-    w.kv_bool("special", eos);
-    w.EndObject();
 }
 
 // TGI never trims: a stop sequence stays in the text together with the rest of its token.
@@ -104,6 +93,7 @@ public:
     TgiEncoder(const TgiRequest& tr, std::uint64_t seed) : tr_(tr), seed_(seed) {}
     void on_step(ChoiceState& c, int tokens, bool, EventList& out) override {
         const Output& o = c.out;
+        const LogprobSeq seq(o, kEosText);
         for (int k = c.tokens_sent; k < tokens; ++k) {
             const bool final = k + 1 == o.completion_tokens();
             std::string& event = out.next();
@@ -112,7 +102,11 @@ public:
             w.StartObject();
             w.kv_int("index", k + 1);
             w.key("token");
-            write_token(w, o, static_cast<std::size_t>(k));
+            write_tgi_token(w, seq, k);
+            if (tr_.top_n_tokens > 0) {  // skip_serializing_if = "Vec::is_empty"
+                w.key("top_tokens");
+                write_tgi_top_tokens(w, seq, k, tr_.top_n_tokens);
+            }
             if (final) {
                 w.kv("generated_text", generated_text(tr_, o));
             } else {
@@ -139,32 +133,6 @@ private:
     const TgiRequest& tr_;
     std::uint64_t seed_;
 };
-
-void write_prefill(JsonWriter& w, std::string_view inputs) {
-    const std::vector<std::int64_t> ids = pseudo_token_ids(inputs);
-    w.key("prefill");
-    w.StartArray();
-    std::size_t pos = 0;
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        // A word's text carries the whitespace before it, as a BPE piece would.
-        std::size_t end = inputs.find_first_not_of(" \t\n\r\f\v", pos);
-        end = end == std::string_view::npos ? inputs.size()
-                                            : inputs.find_first_of(" \t\n\r\f\v", end);
-        end = std::min(end, inputs.size());
-        w.StartObject();
-        w.kv_int("id", ids[i]);
-        w.kv("text", inputs.substr(pos, end - pos));
-        w.key("logprob");
-        if (i == 0) {
-            w.Null();  // the first prompt token has no logprob (NaN on the wire)
-        } else {
-            w.Double(fake_logprob(ids[i]));
-        }
-        w.EndObject();
-        pos = end;
-    }
-    w.EndArray();
-}
 
 void add_timing_headers(Conn& conn, const Request& req, const TgiRequest& tr, const Output& o) {
     const double total = seconds_since(req.received);
@@ -261,19 +229,29 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
             w.kv("finish_reason", tgi_finish(o));
             w.kv_int("generated_tokens", o.completion_tokens());
             write_seed(w, tr, drawn);
+            w.key("prefill");
             if (tr.decoder_input_details) {
-                write_prefill(w, tr.inputs);
+                const std::vector<PromptToken> prompt = prompt_tokens_from_text(tr.inputs);
+                write_tgi_prefill(w, LogprobSeq(prompt, kEosText));
             } else {
-                w.key("prefill");
                 w.StartArray();
                 w.EndArray();
             }
+            const LogprobSeq seq(o, kEosText);
             w.key("tokens");
             w.StartArray();
-            for (std::size_t k = 0; k < o.token_ids.size(); ++k) {
-                write_token(w, o, k);
+            for (int k = 0; k < seq.size(); ++k) {
+                write_tgi_token(w, seq, k);
             }
             w.EndArray();
+            if (tr.top_n_tokens > 0) {  // after best_of_sequences, omitted when empty
+                w.key("top_tokens");
+                w.StartArray();
+                for (int k = 0; k < seq.size(); ++k) {
+                    write_tgi_top_tokens(w, seq, k, tr.top_n_tokens);
+                }
+                w.EndArray();
+            }
             w.EndObject();
         }
         w.EndObject();

@@ -69,7 +69,7 @@ private:
     const Options& options_;
     TgiRequest& out_;
     std::optional<double> temperature_, top_p_, typical_p_, repetition_penalty_, frequency_;
-    std::optional<std::int64_t> top_k_, max_new_tokens_;
+    std::optional<std::int64_t> top_k_, max_new_tokens_, top_n_tokens_;
     bool do_sample_ = false;
 };
 
@@ -126,6 +126,10 @@ TgiError Parser::run(const Value& doc, bool compat) {
         return invalid("`stop` supports up to " + std::to_string(kMaxStopSequences) +
                        " stop sequences. Given: " + std::to_string(out_.stop.strings.size()));
     }
+    if (auto m = tgi_check_top_n(top_n_tokens_)) {
+        return invalid(*m);
+    }
+    out_.top_n_tokens = static_cast<int>(top_n_tokens_.value_or(0));
     if (out_.inputs.empty()) {
         return invalid("`inputs` cannot be empty");
     }
@@ -166,7 +170,8 @@ TgiError Parser::parameters(const Value& p) {
         }
     }
     for (auto [name, target, unsigned_] : {std::tuple{"top_k", &top_k_, false},
-                                           {"max_new_tokens", &max_new_tokens_, true}}) {
+                                           {"max_new_tokens", &max_new_tokens_, true},
+                                           {"top_n_tokens", &top_n_tokens_, true}}) {
         const Value* v = member(p, name);
         if (v == nullptr) {
             continue;
@@ -214,6 +219,14 @@ TgiError Parser::parameters(const Value& p) {
 }
 
 }  // namespace
+
+std::optional<std::string> tgi_check_top_n(std::optional<std::int64_t> top_n_tokens) {
+    if (top_n_tokens && *top_n_tokens > kTgiMaxTopNTokens) {
+        return "`top_n_tokens` must be >= 0 and <= " + std::to_string(kTgiMaxTopNTokens) +
+               ". Given: " + std::to_string(*top_n_tokens);
+    }
+    return std::nullopt;
+}
 
 std::optional<std::string> tgi_check_sampling(std::optional<double> temperature,
                                               std::optional<double> top_p,

@@ -21,6 +21,7 @@ struct TgiRequest {
     bool details = false;
     bool decoder_input_details = false;
     bool return_full_text = false;
+    int top_n_tokens = 0;   // details.top_tokens / stream top_tokens
     bool sampling = false;  // do_sample or any sampling knob: details.seed is then reported
     std::optional<std::uint64_t> seed;
     StopRules stop;
@@ -38,6 +39,11 @@ TgiError parse_tgi_request(std::string_view body, const rapidjson::Document& doc
                            bool compat, const Options& options, TgiRequest& out);
 // Validation that depends on whether the answer streams (POST / decides from the body).
 TgiError validate_tgi_stream(const TgiRequest& req);
+
+// TGI's --max-top-n-tokens default.
+inline constexpr std::int64_t kTgiMaxTopNTokens = 5;
+// validation.rs's check of top_n_tokens (also the chat routes' top_logprobs).
+std::optional<std::string> tgi_check_top_n(std::optional<std::int64_t> top_n_tokens);
 
 // Shared with TGI's OpenAI routes: validation.rs's sampling checks.
 std::optional<std::string> tgi_check_sampling(std::optional<double> temperature,

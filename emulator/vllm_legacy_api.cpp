@@ -47,6 +47,7 @@ struct LegacyRequest {
     int n = 1;
     int max_tokens = 16;
     StopRules stop;
+    bool engine_error = false;  // valid SamplingParams the engine refuses (logprobs > 20)
 };
 
 bool is_known_key(std::string_view key, bool old_build) {
@@ -113,6 +114,15 @@ bool parse_legacy(const Value& doc, bool old_build, LegacyRequest& out) {
         return false;
     } else if (got == Lookup::kOk) {
         out.stop.seed = value;
+    }
+    // SamplingParams checks logprobs >= 0; the engine allows at most 20 (--max-logprobs),
+    // which it checks on the first iteration.
+    for (const char* name : {"logprobs", "prompt_logprobs"}) {
+        const Lookup got = get_int(doc, name, value);
+        if (got == Lookup::kWrongType || (got == Lookup::kOk && value < 0)) {
+            return false;
+        }
+        out.engine_error = out.engine_error || (got == Lookup::kOk && value > 20);
     }
     if (get_bool(doc, "ignore_eos", out.stop.ignore_eos) == Lookup::kWrongType ||
         get_bool(doc, "include_stop_str_in_output", out.stop.keep_stop_string) ==
@@ -193,7 +203,7 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
         co_return;
     }
     const PromptKey key = prompt_from_text(lr.prompt);
-    if (key.tokens + lr.max_tokens > options.max_model_len) {
+    if (key.tokens + lr.max_tokens > options.max_model_len || lr.engine_error) {
         // The engine raises on the first iteration, after a stream's headers went out.
         if (!lr.stream) {
             co_await conn.send(500, kPlainText, kInternalError);

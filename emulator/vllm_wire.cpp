@@ -2,13 +2,50 @@
 // model_dump() of its response classes, chat chunks are model_dump_json(exclude_unset=True)
 // (absent keys are really absent), and the final usage chunk excludes nulls.
 #include <algorithm>
+#include <optional>
 
 #include "emulator/api.hpp"
 #include "emulator/json_util.hpp"
+#include "emulator/logprob_wire.hpp"
 #include "emulator/wire_common.hpp"
 
 namespace infergate::emulator {
 namespace {
+
+constexpr std::string_view kEosText = "</s>";  // tokenizer.decode([eos]) keeps specials
+
+// The prompt a choice continues, for echo and prompt listings.
+const std::vector<PromptToken>& prompt_of(const OaiContext& ctx, const ChoiceState& c) {
+    return ctx.req.prompt_tokens[static_cast<std::size_t>(c.index / ctx.req.n)];
+}
+
+// CompletionLogProbs of a choice's tokens [from, to), led by its prompt on echo.
+void write_completion_logprobs(JsonWriter& w, const OaiContext& ctx, const ChoiceState& c, int from,
+                               int to, bool echo, int initial_offset) {
+    const OaiRequest& r = ctx.req;
+    const LogprobSeq output(c.out, kEosText);
+    std::optional<LogprobSeq> prompt;
+    LogprobSpan spans[2];
+    std::size_t count = 0;
+    if (echo) {
+        prompt.emplace(prompt_of(ctx, c), kEosText);
+        spans[count++] = {&*prompt, 0, prompt->size(), r.prompt_logprobs.value_or(0)};
+    }
+    if (!(echo && r.echo_only)) {  // echo with max_tokens 0 lists the prompt only
+        spans[count++] = {&output, from, to, *r.logprobs};
+    }
+    write_vllm_completion_logprobs(w, std::span(spans, count), *r.logprobs, initial_offset);
+}
+
+void write_prompt_logprobs(JsonWriter& w, const OaiContext& ctx, const ChoiceState& c) {
+    w.key("prompt_logprobs");
+    if (ctx.req.prompt_logprobs) {
+        write_vllm_prompt_logprobs(w, LogprobSeq(prompt_of(ctx, c), kEosText),
+                                   *ctx.req.prompt_logprobs);
+    } else {
+        w.Null();
+    }
+}
 
 void write_stop_reason(JsonWriter& w, const Output& out) {
     w.key("stop_reason");
@@ -68,18 +105,33 @@ public:
     }
 
     void on_step(ChoiceState& c, int tokens, bool last, EventList& out) override {
-        const std::string_view text = next_delta(c, tokens, last);
+        const OaiRequest& r = ctx_.req;
+        const int shown = static_cast<int>(c.text_sent);  // previous_text_lens: the text so far
+        std::string_view text = next_delta(c, tokens, last);
+        // The first chunk of an echo carries the prompt (and its logprobs) before the delta.
+        const bool echo = r.echo && c.tokens_sent == 0;
+        if (echo) {
+            echo_text_ = r.prompt_texts[static_cast<std::size_t>(c.index / r.n)];
+            echo_text_.append(r.echo_only ? std::string_view() : text);
+            text = echo_text_;
+        }
         std::string& event = begin(out);
         JsonWriter w(event);
         open_chunk(w);
         w.StartObject();
         w.kv_int("index", c.index);
-        if (ctx_.req.chat) {
+        if (r.chat) {
             w.key("delta");
             w.StartObject();
             w.kv("content", text);
             w.EndObject();
-            w.kv_null("logprobs");
+            w.key("logprobs");
+            if (r.logprobs) {
+                write_vllm_chat_logprobs(w, LogprobSeq(c.out, kEosText), c.tokens_sent, tokens,
+                                         *r.logprobs);
+            } else {
+                w.Null();
+            }
             if (last) {
                 w.kv("finish_reason", finish_reason_name(c.out));
                 write_stop_reason(w, c.out);
@@ -88,7 +140,13 @@ public:
             }
         } else {
             w.kv("text", text);
-            w.kv_null("logprobs");
+            w.key("logprobs");
+            if (r.logprobs) {
+                // initial_text_offset = previous_text_lens[i], which never counts the echo.
+                write_completion_logprobs(w, ctx_, c, c.tokens_sent, tokens, echo, shown);
+            } else {
+                w.Null();
+            }
             if (last) {
                 w.kv("finish_reason", finish_reason_name(c.out));
                 write_stop_reason(w, c.out);
@@ -148,6 +206,7 @@ private:
 
     const OaiContext& ctx_;
     std::size_t holdback_ = 0;
+    std::string echo_text_;
 };
 
 class VllmErrors final : public ErrorStyle {
@@ -183,7 +242,8 @@ std::unique_ptr<EventEncoder> make_vllm_encoder(const OaiContext& ctx) {
 
 void render_vllm_response(const OaiContext& ctx, const std::vector<ChoiceState>& choices,
                           std::string& body) {
-    const bool chat = ctx.req.chat;
+    const OaiRequest& r = ctx.req;
+    const bool chat = r.chat;
     JsonWriter w(body);
     w.StartObject();
     w.kv("id", ctx.id);
@@ -209,15 +269,27 @@ void render_vllm_response(const OaiContext& ctx, const std::vector<ChoiceState>&
             w.EndArray();
             w.kv_null("reasoning_content");
             w.EndObject();
+        } else if (r.echo) {
+            std::string text = r.prompt_texts[static_cast<std::size_t>(c.index / r.n)];
+            text.append(r.echo_only ? std::string_view() : c.out.final_text());
+            w.kv("text", text);
         } else {
             w.kv("text", c.out.final_text());
         }
-        w.kv_null("logprobs");
+        w.key("logprobs");
+        if (!r.logprobs) {
+            w.Null();
+        } else if (chat) {
+            write_vllm_chat_logprobs(w, LogprobSeq(c.out, kEosText), 0, c.out.completion_tokens(),
+                                     *r.logprobs);
+        } else {
+            write_completion_logprobs(w, ctx, c, 0, c.out.completion_tokens(), r.echo, 0);
+        }
         w.kv("finish_reason", finish_reason_name(c.out));
         write_stop_reason(w, c.out);
         w.kv_null("token_ids");
         if (!chat) {
-            w.kv_null("prompt_logprobs");
+            write_prompt_logprobs(w, ctx, c);
             w.kv_null("prompt_token_ids");
         }
         w.EndObject();
@@ -227,7 +299,7 @@ void render_vllm_response(const OaiContext& ctx, const std::vector<ChoiceState>&
     w.kv_null("system_fingerprint");
     write_usage(w, ctx.prompt_tokens, ctx.completion_tokens, true);
     if (chat) {
-        w.kv_null("prompt_logprobs");
+        write_prompt_logprobs(w, ctx, choices.front());
         w.kv_null("prompt_token_ids");
     }
     w.kv_null("kv_transfer_params");

@@ -135,10 +135,6 @@ std::string random_alnum(std::size_t n) {
     return out;
 }
 
-double fake_logprob(std::int64_t token_id) {
-    return -static_cast<double>(token_id % 16 + 1) / 16.0;
-}
-
 std::string model_list_body(std::string_view id, std::int64_t created, std::string_view owned_by,
                             const std::function<void(JsonWriter&)>& extra) {
     std::string body;

@@ -42,9 +42,6 @@ std::vector<std::int64_t> pseudo_token_ids(std::string_view text);
 // [A-Za-z0-9]{n} from a per-thread generator (Anthropic ids).
 std::string random_alnum(std::size_t n);
 
-// A deterministic stand-in log-probability for a generated token.
-double fake_logprob(std::int64_t token_id);
-
 // GET /v1/models as every OpenAI-compatible server shapes it: {"object":"list","data":[{"id",
 // "object":"model","created","owned_by", ...}]}; `extra` writes each server's own fields.
 std::string model_list_body(std::string_view id, std::int64_t created, std::string_view owned_by,
