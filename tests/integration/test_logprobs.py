@@ -17,7 +17,7 @@ import json
 import pathlib
 import unittest
 
-from harness import Proxy, open_stream, post_json, request, start
+from harness import Emulator, Proxy, open_stream, post_json, request, start, token_id
 from scripted import ScriptedBackend, json_reply, ndjson_reply, raw_reply, sse_reply
 
 FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures"
@@ -160,6 +160,140 @@ class LlamacppLogprobsTest(unittest.TestCase):
         self.assertEqual(r.status, 200, r.body[:300])
         self.assertEqual(r.json()["choices"][0]["text"],
                          "Hello world" + json.loads(self.whole)["content"])
+
+
+class EmulatorBackendsTest(unittest.TestCase):
+    """The emulator's log-probability model gives the same numbers in every dialect (it depends
+    on the tokens only), so one request translated to each backend dialect must give an OpenAI
+    client the same logprobs object (to float32 precision: TGI writes 32-bit floats), and the
+    loglikelihood request the same prompt entries wherever the backend has them."""
+    MODEL = "emulator-model"
+    PROMPT = "the time of them"  # words of the emulator's vocabulary
+
+    @classmethod
+    def setUpClass(cls):
+        cls.proxies = {}
+        for dialect in ("openai", "sglang", "tgi", "llamacpp", "ollama"):
+            emu = start(cls, Emulator, dialect, cls.MODEL, ["--quiet"])
+            cls.proxies[dialect] = start(cls, Proxy, ["--upstream", emu.url, "--model",
+                                                      cls.MODEL], model=cls.MODEL)
+
+    def completions(self, dialect: str, body: dict) -> dict:
+        r = post_json(self.proxies[dialect].port, "/v1/completions",
+                      {"model": self.MODEL, **body})
+        self.assertEqual(r.status, 200, f"{dialect}: {r.body[:300]!r}")
+        return r.json()["choices"][0]
+
+    def assert_same(self, got: dict, ref: dict, what: str) -> None:
+        self.assertEqual(got["tokens"], ref["tokens"], what)
+        self.assertEqual(got["text_offset"], ref["text_offset"], what)
+        for a, b in zip(got["token_logprobs"], ref["token_logprobs"]):
+            if b is None:
+                self.assertIsNone(a, what)
+            else:
+                self.assertAlmostEqual(a, b, delta=1e-5, msg=what)
+        for a, b in zip(got["top_logprobs"], ref["top_logprobs"]):
+            if b is None:
+                self.assertIsNone(a, what)
+                continue
+            # EOS as an alternative: vLLM writes its text "</s>", llama.cpp and Ollama render
+            # special tokens as "" (each engine's own way; not the proxy's to change).
+            a = {k: v for k, v in a.items() if k not in ("", "</s>")}
+            b = {k: v for k, v in b.items() if k not in ("", "</s>")}
+            self.assertEqual(set(a), set(b), what)
+            for k in b:
+                self.assertAlmostEqual(a[k], b[k], delta=1e-5, msg=what)
+
+    def test_generated_logprobs_alike_from_every_backend(self):
+        body = {"prompt": self.PROMPT, "max_tokens": 5, "temperature": 0, "logprobs": 2,
+                "ignore_eos": True}
+        ref = self.completions("openai", body)  # vLLM's own answer, relayed
+        self.assertEqual(len(ref["logprobs"]["tokens"]), 5)
+        for dialect in ("sglang", "tgi", "llamacpp", "ollama"):
+            with self.subTest(dialect):
+                b = dict(body)
+                if dialect in ("tgi", "ollama"):
+                    del b["ignore_eos"]  # neither has it; the emulator's text is the same
+                got = self.completions(dialect, b)
+                self.assertEqual(got["text"], ref["text"])
+                self.assert_same(got["logprobs"], ref["logprobs"], dialect)
+
+    def test_streamed_logprobs_add_up_to_the_whole(self):
+        body = {"prompt": self.PROMPT, "max_tokens": 5, "temperature": 0, "logprobs": 1}
+        for dialect in ("sglang", "tgi", "llamacpp", "ollama"):
+            with self.subTest(dialect):
+                whole = self.completions(dialect, body)["logprobs"]
+                s = open_stream(self.proxies[dialect].port, "/v1/completions",
+                                {"model": self.MODEL, **body, "stream": True})
+                self.assertEqual(s.status, 200)
+                merged = {"tokens": [], "token_logprobs": [], "top_logprobs": [],
+                          "text_offset": []}
+                for ev in s.read_all():
+                    if ev.done:
+                        continue
+                    for c in ev.json()["choices"]:
+                        if c.get("logprobs"):
+                            for k in merged:
+                                merged[k] += c["logprobs"][k]
+                self.assert_same(merged, whole, dialect)
+
+    def test_lm_eval_loglikelihood(self):
+        for prompt_form in ("text", "tokens"):
+            prompt = self.PROMPT
+            if prompt_form == "tokens":
+                prompt = [token_id(w) for w in self.PROMPT.split()]
+            ref = self.completions("openai", lm_eval_request(self.MODEL, prompt))
+            n_prompt = len(ref["logprobs"]["tokens"]) - 1
+            self.assertGreater(n_prompt, 1)
+            self.assertIsNone(ref["logprobs"]["token_logprobs"][0])
+            for dialect in ("sglang", "tgi"):
+                with self.subTest(dialect=dialect, prompt=prompt_form):
+                    if dialect == "tgi" and prompt_form == "tokens":
+                        continue  # TGI takes text only (a 400 says so)
+                    got = self.completions(dialect, lm_eval_request(self.MODEL, prompt))
+                    self.assertTrue(got["text"].startswith(self.PROMPT) or
+                                    prompt_form == "tokens", got["text"])
+                    lp = got["logprobs"]
+                    self.assertEqual(len(lp["tokens"]), n_prompt + 1)
+                    self.assertEqual(lp["tokens"], ref["logprobs"]["tokens"])
+                    self.assertIsNone(lp["token_logprobs"][0])
+                    # What the harness sums: the continuation's logprobs, from the prompt.
+                    for a, b in zip(lp["token_logprobs"][1:], ref["logprobs"]["token_logprobs"][1:]):
+                        self.assertAlmostEqual(a, b, delta=1e-5)
+            for dialect in ("llamacpp", "ollama"):
+                with self.subTest(dialect=dialect, prompt=prompt_form):
+                    r = post_json(self.proxies[dialect].port, "/v1/completions",
+                                  lm_eval_request(self.MODEL, prompt))
+                    self.assertEqual(r.status, 400, r.body[:300])
+                    self.assertIn(r.json()["error"]["param"], ("echo", "prompt"))
+
+    def test_tgi_client_prefill_from_a_vllm_backend(self):
+        r = post_json(self.proxies["openai"].port, "/generate",
+                      {"inputs": self.PROMPT, "parameters": {"max_new_tokens": 3, "details": True,
+                                                             "decoder_input_details": True,
+                                                             "top_n_tokens": 2}})
+        self.assertEqual(r.status, 200, r.body[:300])
+        d = r.json()["details"]
+        self.assertIsNone(d["prefill"][0]["logprob"])
+        self.assertEqual(len(d["tokens"]), 3)
+        self.assertTrue(all(t["logprob"] is not None for t in d["tokens"]))
+        self.assertEqual([len(t) for t in d["top_tokens"]], [2, 2, 2])
+        self.assertEqual("".join(p["text"] for p in d["prefill"]).strip(),
+                         self.PROMPT.strip())
+        self.assertEqual(r.json()["generated_text"], "".join(t["text"] for t in d["tokens"]))
+
+    def test_sglang_client_from_a_tgi_backend_streamed(self):
+        body = {"text": self.PROMPT, "stream": True, "return_logprob": True,
+                "top_logprobs_num": 1, "return_text_in_logprobs": True,
+                "sampling_params": {"max_new_tokens": 4, "temperature": 0}}
+        s = open_stream(self.proxies["tgi"].port, "/generate", body)
+        self.assertEqual(s.status, 200)
+        events = [e.json() for e in s.read_all() if not e.done]
+        last = events[-1]["meta_info"]
+        self.assertEqual(len(last["output_token_logprobs"]), 4)  # cumulative, as SGLang's
+        self.assertEqual("".join(t[2] for t in last["output_token_logprobs"]), events[-1]["text"])
+        counts = [len(e["meta_info"]["output_token_logprobs"]) for e in events]
+        self.assertEqual(counts, sorted(counts))
 
 
 class RefusalsTest(unittest.TestCase):
