@@ -144,6 +144,41 @@ void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
     if (c.finished) {
         return;
     }
+    // A chunk of several tokens whose entries spell its text exactly goes out as one event per
+    // token, each with its own entry, as TGI streams them (a backend may send several tokens
+    // per chunk: SGLang's stream_interval, vLLM under load). Without entries that spell it, the
+    // text cannot be cut into tokens faithfully and goes out as one event.
+    if (event.logprobs.size() > 1 &&
+        (event.token_ids.empty() || event.token_ids.size() == event.logprobs.size())) {
+        size_t length = 0;
+        for (const canonical::TokenLogprob& e : event.logprobs) {
+            length += e.token.size();
+        }
+        bool spelled = length == event.text.size();
+        for (size_t i = 0, at = 0; spelled && i < event.logprobs.size(); ++i) {
+            const std::string& t = event.logprobs[i].token;
+            spelled = event.text.compare(at, t.size(), t) == 0;
+            at += t.size();
+        }
+        if (spelled) {
+            const size_t n = event.logprobs.size();
+            for (size_t i = 0; i < n; ++i) {
+                StreamEvent part;
+                part.index = event.index;
+                part.text = event.logprobs[i].token;
+                part.logprobs.push_back(event.logprobs[i]);
+                if (!event.token_ids.empty()) {
+                    part.token_ids.push_back(event.token_ids[i]);
+                }
+                if (i + 1 == n) {  // the chunk's counts and finish belong after its last token
+                    part.usage = event.usage;
+                    part.finish = event.finish;
+                }
+                encode_chunk(part, s, out);
+            }
+            return;
+        }
+    }
     const bool counted_more =
         event.usage.completion_tokens && *event.usage.completion_tokens > c.completion_tokens;
     const bool token = !event.text.empty() || !event.token_ids.empty() || counted_more;
@@ -151,7 +186,8 @@ void encode_chunk(const StreamEvent& event, StreamState& s, std::string& out) {
         write_held(s, c, out);  // it was not the last
     }
     if (!event.logprobs.empty()) {
-        // One event per token: a chunk of several tokens goes out as one, with the last entry.
+        // One event per token: a chunk whose entries do not spell its text goes out as one
+        // event, with the last entry.
         c.logprobs.assign(1, event.logprobs.back());
     }
     c.text.append(event.text);

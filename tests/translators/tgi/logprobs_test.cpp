@@ -303,3 +303,37 @@ TEST_CASE("tgi logprobs: stream events carry token.logprob and top_tokens, both 
           "data:{\"index\":1,\"token\":{\"id\":5,\"text\":\"a\",\"logprob\":-0.5,"
           "\"special\":false},\"generated_text\":null,\"details\":null}\n\n");
 }
+
+TEST_CASE("tgi logprobs: a chunk of several tokens goes out as one event per token") {
+    StreamState enc;
+    infergate::canonical::set_logprob_request(
+        enc, decode_ok(R"({"inputs":"x","parameters":{"details":true}})"));
+    StreamEvent ev;
+    ev.text = "ab";
+    ev.token_ids = {5, 6};
+    ev.usage.completion_tokens = 2;
+    for (const auto& [text, lp] : {std::pair{"a", -0.5}, std::pair{"b", -1.5}}) {
+        infergate::canonical::TokenLogprob t;
+        t.token = text;
+        t.logprob = lp;
+        ev.logprobs.push_back(t);
+    }
+    std::string out;
+    tgi().encode_stream_event(ev, enc, out);
+    CHECK(out ==
+          "data:{\"index\":1,\"token\":{\"id\":5,\"text\":\"a\",\"logprob\":-0.5,"
+          "\"special\":false},\"generated_text\":null,\"details\":null}\n\n"
+          "data:{\"index\":2,\"token\":{\"id\":6,\"text\":\"b\",\"logprob\":-1.5,"
+          "\"special\":false},\"generated_text\":null,\"details\":null}\n\n");
+
+    // Entries that do not spell the text: one event, as before (the text cannot be cut).
+    StreamState enc2 = StreamState{};
+    infergate::canonical::set_logprob_request(
+        enc2, decode_ok(R"({"inputs":"x","parameters":{"details":true}})"));
+    ev.text = "xy";
+    out.clear();
+    tgi().encode_stream_event(ev, enc2, out);
+    CHECK(out ==
+          "data:{\"index\":2,\"token\":{\"id\":6,\"text\":\"xy\",\"logprob\":-1.5,"
+          "\"special\":false},\"generated_text\":null,\"details\":null}\n\n");
+}
