@@ -89,18 +89,11 @@ void write_logprob(JsonWriter& w, float value, FloatStyle style) {
     w.RawValue(text.data(), text.size(), rapidjson::kNumberType);
 }
 
-void write_vllm_completion_logprobs(JsonWriter& w, std::span<const LogprobSpan> spans, int n,
-                                    int initial_offset) {
-    const Listing listing(spans, true);
-    w.StartObject();
-    w.key("text_offset");
-    w.StartArray();
-    int offset = initial_offset;
-    for (const Listing::Item& item : listing.items) {
-        w.Int(offset);
-        offset += code_points(item.seq->text(item.i));
-    }
-    w.EndArray();
+namespace {
+
+// The completions object's `token_logprobs` (null where a position has none: the first prompt
+// token) and `tokens` lists, alike in vLLM's and SGLang's OpenAI layers.
+void write_token_logprobs_and_tokens(JsonWriter& w, const Listing& listing) {
     w.key("token_logprobs");
     w.StartArray();
     for (const Listing::Item& item : listing.items) {
@@ -117,6 +110,23 @@ void write_vllm_completion_logprobs(JsonWriter& w, std::span<const LogprobSpan> 
         w.str(item.seq->text(item.i));
     }
     w.EndArray();
+}
+
+}  // namespace
+
+void write_vllm_completion_logprobs(JsonWriter& w, std::span<const LogprobSpan> spans, int n,
+                                    int initial_offset) {
+    const Listing listing(spans, true);
+    w.StartObject();
+    w.key("text_offset");
+    w.StartArray();
+    int offset = initial_offset;
+    for (const Listing::Item& item : listing.items) {
+        w.Int(offset);
+        offset += code_points(item.seq->text(item.i));
+    }
+    w.EndArray();
+    write_token_logprobs_and_tokens(w, listing);
     w.key("top_logprobs");
     w.StartArray();
     std::vector<TokenLogprob> dict;
@@ -217,22 +227,7 @@ void write_sglang_completion_logprobs(JsonWriter& w, std::span<const LogprobSpan
         w.Int(-1);  // "Not supported yet"
     }
     w.EndArray();
-    w.key("token_logprobs");
-    w.StartArray();
-    for (const Listing::Item& item : listing.items) {
-        if (item.has) {
-            write_logprob(w, item.pos.logprob);
-        } else {
-            w.Null();
-        }
-    }
-    w.EndArray();
-    w.key("tokens");
-    w.StartArray();
-    for (const Listing::Item& item : listing.items) {
-        w.str(item.seq->text(item.i));
-    }
-    w.EndArray();
+    write_token_logprobs_and_tokens(w, listing);
     w.key("top_logprobs");
     w.StartArray();
     for (const Listing::Item& item : listing.items) {

@@ -33,6 +33,16 @@ double finite_logprob(double logprob) {
     return std::max(logprob, -9999.0);
 }
 
+std::optional<double> logprob_value(const TokenAlternative& t) {
+    if (t.logprob) {
+        return finite_logprob(*t.logprob);
+    }
+    if (t.prob) {
+        return finite_logprob(std::log(*t.prob));
+    }
+    return std::nullopt;
+}
+
 Error no_logprobs(std::string_view what, std::string_view backend, std::string_view instead) {
     Error e =
         bad_request("'" + std::string(what) + "' cannot be honoured: " + std::string(backend) +
@@ -117,13 +127,7 @@ void write_alternative(Writer& w, const canonical::TokenAlternative& t,
         w.Double(t.prob.value_or(t.logprob ? std::exp(*t.logprob) : 0.0));
     } else {
         key(w, "logprob");
-        if (t.logprob) {
-            w.Double(canonical::finite_logprob(*t.logprob));
-        } else if (t.prob) {
-            w.Double(canonical::finite_logprob(std::log(*t.prob)));
-        } else {
-            w.Null();
-        }
+        write_logprob(w, t);
     }
     if (!style.id) {
         const bool empty = t.bytes ? t.bytes->empty() : t.token.empty();

@@ -58,6 +58,10 @@ size_t code_points(std::string_view s);
 // (JSON has no infinities; RapidJSON would refuse to write one).
 double finite_logprob(double logprob);
 
+// The logprob a client is written for `t`: the engine's, or the log of llama.cpp's post-sampling
+// probability, finite; nullopt when there is none (the first prompt token).
+std::optional<double> logprob_value(const TokenAlternative& t);
+
 // The 400 for a client that asked for log probabilities a backend cannot give: `what` names the
 // client's parameter as it wrote it ("logprobs", "echo", "parameters.decoder_input_details").
 Error no_logprobs(std::string_view what, std::string_view backend, std::string_view instead);
@@ -88,6 +92,16 @@ struct TokenEntryStyle {
     bool top = true;          // write the alternatives list at all (OpenAI chat: always)
     bool probs = false;       // llama.cpp post_sampling_probs: "prob" / "top_probs"
 };
+
+// Writes logprob_value(t), or null (a template: some codecs write with a stack-allocated writer).
+template <class W>
+void write_logprob(W& w, const canonical::TokenAlternative& t) {
+    if (const std::optional<double> v = canonical::logprob_value(t)) {
+        w.Double(*v);
+    } else {
+        w.Null();
+    }
+}
 
 // Writes one entry (and its alternatives, at most `max_top`). `bytes` are the token's raw bytes
 // when the engine sent them, else its text's.

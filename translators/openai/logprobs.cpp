@@ -11,17 +11,6 @@ using canonical::TokenLogprob;
 
 namespace {
 
-// The logprob to write: the engine's, or the log of llama.cpp's post-sampling probability.
-std::optional<double> logprob_of(const TokenAlternative& t) {
-    if (t.logprob) {
-        return canonical::finite_logprob(*t.logprob);
-    }
-    if (t.prob) {
-        return canonical::finite_logprob(std::log(*t.prob));
-    }
-    return std::nullopt;
-}
-
 void write_number_or_null(json::Writer& w, std::optional<double> v) {
     if (v) {
         w.Double(*v);
@@ -34,7 +23,7 @@ void write_number_or_null(json::Writer& w, std::optional<double> v) {
 void write_top_dict(json::Writer& w, const TokenLogprob& t, size_t top) {
     std::vector<std::pair<std::string_view, double>> members;
     const auto add = [&members](const TokenAlternative& a) {
-        const std::optional<double> lp = logprob_of(a);
+        const std::optional<double> lp = canonical::logprob_value(a);
         if (!lp) {
             return;
         }
@@ -131,8 +120,9 @@ void write_completion_logprobs(json::Writer& w, const std::vector<TokenLogprob>*
     w.EndArray();
     json::key(w, "token_logprobs");
     w.StartArray();
-    each_entry(prompt, generated,
-               [&](const TokenLogprob& t) { write_number_or_null(w, logprob_of(t)); });
+    each_entry(prompt, generated, [&](const TokenLogprob& t) {
+        write_number_or_null(w, canonical::logprob_value(t));
+    });
     w.EndArray();
     json::key(w, "tokens");
     w.StartArray();
@@ -142,7 +132,7 @@ void write_completion_logprobs(json::Writer& w, const std::vector<TokenLogprob>*
     w.StartArray();
     each_entry(prompt, generated, [&](const TokenLogprob& t) {
         // vLLM: a position without logprobs (the first prompt token) has a null dict.
-        if (logprob_of(t)) {
+        if (canonical::logprob_value(t)) {
             write_top_dict(w, t, top);
         } else {
             w.Null();

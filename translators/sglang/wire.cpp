@@ -97,13 +97,7 @@ namespace {
 // the backend did not send) and for the text unless the client asked for it.
 void triple(Writer& w, const canonical::TokenAlternative& t, bool text) {
     w.StartArray();
-    if (t.logprob) {
-        w.Double(canonical::finite_logprob(*t.logprob));
-    } else if (t.prob) {
-        w.Double(canonical::finite_logprob(std::log(*t.prob)));
-    } else {
-        w.Null();
-    }
+    json::write_logprob(w, t);
     optional_int(w, t.id);
     if (text) {
         string(w, t.token);

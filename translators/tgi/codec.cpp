@@ -88,13 +88,7 @@ void token(json::Writer& w, const canonical::TokenAlternative& t, bool prefill) 
     key(w, "text");
     string(w, t.token);
     key(w, "logprob");
-    if (t.logprob) {
-        w.Double(canonical::finite_logprob(*t.logprob));
-    } else if (t.prob) {
-        w.Double(canonical::finite_logprob(std::log(*t.prob)));
-    } else {
-        w.Null();
-    }
+    json::write_logprob(w, t);
     if (!prefill) {
         key(w, "special");
         w.Bool(t.special.value_or(false));

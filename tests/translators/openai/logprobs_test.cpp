@@ -12,10 +12,14 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/translators/logprob_util.hpp"
 #include "translators/canonical/json.hpp"
 #include "translators/openai/codec.hpp"
 
 namespace {
+
+using logprob_test::alt;
+using logprob_test::entry;
 
 using infergate::canonical::Choice;
 using infergate::canonical::Dialect;
@@ -76,22 +80,6 @@ std::string choice_member(const std::string& body, std::string_view key) {
     return json::to_string(*v);
 }
 
-TokenAlternative alt(std::string token, double logprob) {
-    TokenAlternative a;
-    a.token = std::move(token);
-    a.logprob = logprob;
-    return a;
-}
-
-TokenLogprob entry(std::string token, std::optional<double> logprob,
-                   std::vector<TokenAlternative> top = {}) {
-    TokenLogprob t;
-    t.token = std::move(token);
-    t.logprob = logprob;
-    t.top = std::move(top);
-    return t;
-}
-
 // lm-evaluation-harness's loglikelihood request (local-completions), with a text prompt.
 constexpr std::string_view kHarness =
     R"({"model":"tiny","prompt":["The cat"],"max_tokens":1,"temperature":0,"logprobs":1,)"
@@ -105,9 +93,11 @@ GenerationResult harness_result() {
     Choice& c = r.choices.emplace_back();
     c.text = " sat";
     c.finish.kind = FinishKind::length;
-    c.prompt_logprobs = {entry("The", std::nullopt),
-                         entry(" cat", -2.5, {alt(" dog", -1.5), alt(" cat", -2.5)})};
-    c.logprobs = {entry(" sat", -0.75, {alt(" sat", -0.75), alt(" ran", -1.25)})};
+    c.prompt_logprobs = {entry("The", std::nullopt, std::nullopt),
+                         entry(" cat", std::nullopt, -2.5,
+                               {alt(" dog", std::nullopt, -1.5), alt(" cat", std::nullopt, -2.5)})};
+    c.logprobs = {entry(" sat", std::nullopt, -0.75,
+                        {alt(" sat", std::nullopt, -0.75), alt(" ran", std::nullopt, -1.25)})};
     return r;
 }
 
@@ -193,8 +183,10 @@ TEST_SUITE("openai logprobs: response encode (client)") {
         GenerationResult r;
         Choice& c = r.choices.emplace_back();
         c.text = "éa";
-        c.logprobs = {entry("é", -0.5, {alt("e", -0.25), alt("é", -0.5), alt("è", -3)}),
-                      entry("a", -1, {alt("a", -1)})};
+        c.logprobs = {entry("é", std::nullopt, -0.5,
+                            {alt("e", std::nullopt, -0.25), alt("é", std::nullopt, -0.5),
+                             alt("è", std::nullopt, -3)}),
+                      entry("a", std::nullopt, -1, {alt("a", std::nullopt, -1)})};
         std::string out;
         completions().encode_response(r, req, out);
         // text_offset counts code points (Python len), not bytes.
@@ -213,7 +205,7 @@ TEST_SUITE("openai logprobs: response encode (client)") {
     TEST_CASE("null when not asked; empty lists when asked and the backend gave none") {
         GenerationResult r;
         r.choices.emplace_back().text = "hi";
-        r.choices.back().logprobs = {entry("hi", -1)};
+        r.choices.back().logprobs = {entry("hi", std::nullopt, -1)};
         std::string out;
         completions().encode_response(r, decode_req(completions(), R"({"prompt":"x"})"), out);
         CHECK(choice_member(out, "logprobs") == "null");
@@ -280,7 +272,8 @@ TEST_SUITE("openai logprobs: response encode (client)") {
         GenerationResult r;
         Choice& c = r.choices.emplace_back();
         c.text = "Hi";
-        c.logprobs = {entry("Hi", -0.5, {alt("Hi", -0.5), alt("Hello", -1.5)})};
+        c.logprobs = {entry("Hi", std::nullopt, -0.5,
+                            {alt("Hi", std::nullopt, -0.5), alt("Hello", std::nullopt, -1.5)})};
         std::string out;
         chat().encode_response(r, req, out);
         CHECK(choice_member(out, "logprobs") ==
@@ -510,7 +503,7 @@ TEST_SUITE("openai logprobs: streams") {
         first.prompt_logprobs = whole.choices[0].prompt_logprobs;
         StreamEvent second;
         second.text = " on";
-        second.logprobs = {entry(" on", -0.5, {alt(" on", -0.5)})};
+        second.logprobs = {entry(" on", std::nullopt, -0.5, {alt(" on", std::nullopt, -0.5)})};
         second.finish = infergate::canonical::FinishReason{};
         second.finish->kind = FinishKind::length;
         std::string out;
@@ -597,7 +590,8 @@ TEST_SUITE("openai logprobs: streams") {
         openai::init_stream_state(state, req);
         StreamEvent ev;
         ev.text = "Hi";
-        ev.logprobs = {entry("Hi", -0.5, {alt("Hi", -0.5), alt("Yo", -2)})};
+        ev.logprobs = {entry("Hi", std::nullopt, -0.5,
+                             {alt("Hi", std::nullopt, -0.5), alt("Yo", std::nullopt, -2)})};
         StreamEvent bare;
         bare.text = "!";
         std::string out;

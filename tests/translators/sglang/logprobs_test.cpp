@@ -12,11 +12,15 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/translators/logprob_util.hpp"
 #include "translators/canonical/logprobs.hpp"
 #include "translators/canonical/stream_state.hpp"
 #include "translators/sglang/codec.hpp"
 
 namespace {
+
+using logprob_test::alt;
+using logprob_test::entry;
 
 using infergate::canonical::Choice;
 using infergate::canonical::Dialect;
@@ -52,24 +56,6 @@ std::string encode_ok(const GenerationRequest& req, bool stream = false) {
         FAIL("unexpected error: " << r.error().message);
     }
     return std::move(r.value());
-}
-
-TokenLogprob entry(std::string text, int64_t id, std::optional<double> logprob,
-                   std::vector<TokenAlternative> top = {}) {
-    TokenLogprob t;
-    t.token = std::move(text);
-    t.id = id;
-    t.logprob = logprob;
-    t.top = std::move(top);
-    return t;
-}
-
-TokenAlternative alt(std::string text, int64_t id, double logprob) {
-    TokenAlternative a;
-    a.token = std::move(text);
-    a.id = id;
-    a.logprob = logprob;
-    return a;
 }
 
 // lm-evaluation-harness local-completions, loglikelihood: what it sends to /v1/completions.

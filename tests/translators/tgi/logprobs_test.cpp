@@ -11,11 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/translators/logprob_util.hpp"
 #include "tests/translators/tgi/test_util.hpp"
 #include "translators/canonical/logprobs.hpp"
 #include "translators/canonical/stream_state.hpp"
 
 namespace {
+
+using logprob_test::alt;
+using logprob_test::entry;
 
 using infergate::canonical::Choice;
 using infergate::canonical::Dialect;
@@ -53,24 +57,6 @@ GenerationRequest openai_request(std::string prompt) {
     req.prompts.push_back(Prompt{std::move(prompt), {}, false});
     req.sampling.max_tokens = 1;
     return req;
-}
-
-TokenLogprob entry(std::string text, int64_t id, std::optional<double> logprob,
-                   std::vector<TokenAlternative> top = {}) {
-    TokenLogprob t;
-    t.token = std::move(text);
-    t.id = id;
-    t.logprob = logprob;
-    t.top = std::move(top);
-    return t;
-}
-
-TokenAlternative alt(std::string text, int64_t id, double logprob) {
-    TokenAlternative a;
-    a.token = std::move(text);
-    a.id = id;
-    a.logprob = logprob;
-    return a;
 }
 
 }  // namespace
