@@ -364,10 +364,13 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
         // Role-only and empty deltas carry nothing a client of another dialect could use, but
         // a prompt count that comes before any text (continuous usage) is worth passing on.
         std::vector<canonical::TokenLogprob> logprobs;
-        if (auto bad = read_logprobs(json::find(item, "logprobs"),
-                                     "choices[" + std::to_string(i) + "].logprobs", logprobs)) {
-            push_error(out, upstream_error("the backend sent malformed stream data: " + *bad));
-            return;
+        // Only a chunk that has them pays for reading them (the path is built for a message).
+        if (const json::Value* lp = json::find(item, "logprobs"); lp != nullptr && !lp->IsNull()) {
+            if (auto bad = read_logprobs(lp, "choices[" + std::to_string(i) + "].logprobs",
+                                         logprobs)) {
+                push_error(out, upstream_error("the backend sent malformed stream data: " + *bad));
+                return;
+            }
         }
         if (!has_text && !finish && !has_ids && !usage.prompt_tokens && carried.empty() &&
             logprobs.empty()) {
