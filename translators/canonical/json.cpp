@@ -73,7 +73,8 @@ bool depth_within_limit(std::string_view body) {
            nesting_depth(body, kMaxDepth) <= kMaxDepth;
 }
 
-std::optional<canonical::Error> parse(std::string_view body, Document& doc, std::string_view what) {
+std::optional<canonical::Error> parse(std::string_view body, Document& doc, std::string_view what,
+                                      Numbers numbers) {
     if (!depth_within_limit(body)) {
         return canonical::bad_request("malformed JSON in " + std::string(what) +
                                       ": nested deeper than " + std::to_string(kMaxDepth) +
@@ -81,11 +82,13 @@ std::optional<canonical::Error> parse(std::string_view body, Document& doc, std:
     }
     // Recursive parsing (faster than the iterative parser) is safe: the depth is bounded above.
     // In situ, on the document's own copy: strings are unescaped in place, not copied.
-    // Full precision: a number read and written again keeps its exact value (an engine's
-    // logprob of 17 significant digits would otherwise move by one unit in the last place).
     rapidjson::InsituStringStream in(doc.copy_text(body));
-    doc.ParseStream<rapidjson::kParseInsituFlag | rapidjson::kParseStopWhenDoneFlag |
-                    rapidjson::kParseFullPrecisionFlag>(in);
+    constexpr unsigned kFlags = rapidjson::kParseInsituFlag | rapidjson::kParseStopWhenDoneFlag;
+    if (numbers == Numbers::exact) {
+        doc.ParseStream<kFlags | rapidjson::kParseFullPrecisionFlag>(in);
+    } else {
+        doc.ParseStream<kFlags>(in);
+    }
     if (doc.HasParseError()) {
         if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
             return canonical::bad_request("malformed JSON in " + std::string(what) +

@@ -107,10 +107,18 @@ bool sax(std::string_view body, Handler& handler) {
     return !reader.Parse<rapidjson::kParseInsituFlag | kFlags>(in, handler).IsError();
 }
 
+// How numbers with more than 15 significant digits are read: `fast` may leave the last binary
+// digit off (RapidJSON's default); `exact` reads the nearest double, so a number read and
+// written again keeps its digits. Exact costs about 250 instructions per stream event (every
+// digit of every number is buffered), so it is asked for only where such numbers are carried:
+// log probabilities (canonical::exact_numbers).
+enum class Numbers { fast, exact };
+
 // Parses `body` (depth-bounded). On failure returns a 400 whose message says where:
 // "malformed JSON in request body at offset 17: Missing a comma or '}' after an object member."
 std::optional<canonical::Error> parse(std::string_view body, Document& doc,
-                                      std::string_view what = "request body");
+                                      std::string_view what = "request body",
+                                      Numbers numbers = Numbers::fast);
 
 // Output stream adapter for rapidjson::Writer that appends to a std::string.
 struct StringOut {

@@ -50,6 +50,17 @@ inline void set_logprob_request(StreamState& s, const GenerationRequest& req) {
     }
 }
 
+// How a decoder reads numbers: exactly when log probabilities are carried (an engine's 17-digit
+// logprob keeps its digits), fast otherwise (json::Numbers).
+inline json::Numbers exact_numbers(const GenerationRequest& req) {
+    return ask_logprobs(req) || wants_prompt_logprobs(req) ? json::Numbers::exact
+                                                           : json::Numbers::fast;
+}
+inline json::Numbers exact_numbers(const StreamState& s) {
+    return s.logprobs || s.logprobs_if_available || s.prompt_logprob_start ? json::Numbers::exact
+                                                                           : json::Numbers::fast;
+}
+
 // What Python's len() gives for `s`: its code points (the unit of OpenAI's text_offset). Bytes
 // that are not UTF-8 count one each.
 size_t code_points(std::string_view s);

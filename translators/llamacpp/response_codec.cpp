@@ -382,7 +382,7 @@ void LlamacppCodec::encode_error(const Error& error, std::string& out) const {
 Result<GenerationResult> LlamacppCodec::decode_response(std::string_view body,
                                                         const GenerationRequest& req) const {
     json::Document doc;
-    if (auto e = json::parse(body, doc, "llama.cpp response")) {
+    if (auto e = json::parse(body, doc, "llama.cpp response", canonical::exact_numbers(req))) {
         return wire::upstream_error(e->message);
     }
     GenerationResult result;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "translators/canonical/logprobs.hpp"
 #include "translators/framing/framing.hpp"
 #include "translators/llamacpp/codec_impl.hpp"
 
@@ -259,7 +260,8 @@ void LlamacppCodec::encode_stream_error(const Error& error, StreamState& state,
 void LlamacppCodec::decode_stream_event(std::string_view data, StreamState& state,
                                         std::vector<StreamEvent>& out) const {
     json::Document doc;
-    if (auto e = json::parse(data, doc, "llama.cpp stream event")) {
+    if (auto e =
+            json::parse(data, doc, "llama.cpp stream event", canonical::exact_numbers(state))) {
         out.push_back(error_event(wire::upstream_error(e->message)));
         return;
     }

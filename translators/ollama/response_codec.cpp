@@ -165,7 +165,7 @@ canonical::Usage read_counts(const json::Value& doc) {
 
 Result<GenerationResult> decode_response(std::string_view body, const GenerationRequest& req) {
     json::Document doc;
-    if (auto err = json::parse(body, doc, "upstream response")) {
+    if (auto err = json::parse(body, doc, "upstream response", canonical::exact_numbers(req))) {
         return upstream_error("the backend sent a malformed response: " + err->message);
     }
     if (!doc.IsObject()) {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "translators/canonical/logprobs.hpp"
 #include "translators/framing/framing.hpp"
 #include "translators/ollama/impl.hpp"
 
@@ -176,7 +177,7 @@ void encode_stream_error(const Error& error, StreamState& state, std::string& ou
 
 void decode_stream_event(std::string_view data, StreamState& state, std::vector<StreamEvent>& out) {
     json::Document doc;
-    if (auto err = json::parse(data, doc, "stream line")) {
+    if (auto err = json::parse(data, doc, "stream line", canonical::exact_numbers(state))) {
         push_error(out, upstream_error("the backend sent malformed stream data: " + err->message));
         return;
     }

@@ -1,4 +1,5 @@
 #include "translators/openai/response_codec.hpp"
+#include "translators/canonical/logprobs.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -188,7 +189,7 @@ void encode_error(const Error& error, std::string& out) {
 Result<GenerationResult> decode_response(std::string_view body, const GenerationRequest& req,
                                          Api api) {
     json::Document doc;
-    if (auto err = json::parse(body, doc, "backend response")) {
+    if (auto err = json::parse(body, doc, "backend response", canonical::exact_numbers(req))) {
         return upstream_error("the backend sent a malformed response: " + err->message);
     }
     if (!doc.IsObject()) {

@@ -1,4 +1,5 @@
 #include "translators/openai/stream_codec.hpp"
+#include "translators/canonical/logprobs.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -305,7 +306,7 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
         return;
     }
     json::Document doc;
-    if (auto err = json::parse(payload, doc, "stream event")) {
+    if (auto err = json::parse(payload, doc, "stream event", canonical::exact_numbers(state))) {
         push_error(out, upstream_error("the backend sent malformed stream data: " + err->message));
         return;
     }

@@ -152,7 +152,8 @@ void SglangCodec::encode_response(const GenerationResult& result, const Generati
 Result<GenerationResult> SglangCodec::decode_response(std::string_view body,
                                                       const GenerationRequest& req) const {
     json::Document doc;
-    if (auto err = json::parse(body, doc, "the SGLang backend's response")) {
+    if (auto err = json::parse(body, doc, "the SGLang backend's response",
+                               canonical::exact_numbers(req))) {
         return wire::upstream_error(std::move(err->message));
     }
     GenerationResult result;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "translators/canonical/logprobs.hpp"
 #include "translators/canonical/stop_trim.hpp"
 #include "translators/framing/framing.hpp"
 #include "translators/sglang/codec_impl.hpp"
@@ -285,7 +286,7 @@ void SglangCodec::decode_stream_event(std::string_view data, StreamState& state,
         return;
     }
     json::Document doc;
-    if (auto err = json::parse(data, doc, "the stream event")) {
+    if (auto err = json::parse(data, doc, "the stream event", canonical::exact_numbers(state))) {
         out.push_back(error_event(
             wire::upstream_error("the SGLang backend sent malformed stream data: " +
                                  err->message)));

@@ -82,6 +82,9 @@ struct LogprobOut {
     const std::vector<canonical::TokenLogprob>* output = nullptr;
 };
 
+// Writes the logprob keys of meta_info for `logprobs` (logprob_wire.cpp).
+void logprob_keys(Writer& w, const LogprobOut& logprobs);
+
 // The stable meta_info keys, in SGLang's order: id, finish_reason, prompt_tokens, the logprob
 // keys when asked for, completion_tokens, cached_tokens. Unknown counts are written as null,
 // never guessed.

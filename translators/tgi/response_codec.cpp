@@ -169,7 +169,7 @@ void TgiCodec::encode_response(const GenerationResult& result, const GenerationR
 Result<GenerationResult> TgiCodec::decode_response(std::string_view body,
                                                    const GenerationRequest& req) const {
     json::Document doc;
-    if (auto err = json::parse(body, doc, "the TGI response")) {
+    if (auto err = json::parse(body, doc, "the TGI response", canonical::exact_numbers(req))) {
         return wire::upstream_error("the TGI backend sent a malformed response: " + err->message);
     }
     const json::Value* obj = &doc;

@@ -404,7 +404,7 @@ void TgiCodec::decode_stream_event(std::string_view data, StreamState& state,
         return;
     }
     json::Document doc;
-    if (auto err = json::parse(data, doc, "the stream event")) {
+    if (auto err = json::parse(data, doc, "the stream event", canonical::exact_numbers(state))) {
         out.push_back(error_event(malformed(err->message)));
         return;
     }

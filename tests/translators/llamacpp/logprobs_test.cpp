@@ -31,7 +31,7 @@ GenerationRequest request(Dialect d) {
 // The compact serialization of `key` in a JSON document (to compare one member exactly).
 std::string member(std::string_view body, std::string_view key) {
     json::Document doc;
-    REQUIRE_FALSE(json::parse(body, doc));
+    REQUIRE_FALSE(json::parse(body, doc, "body", json::Numbers::exact));
     const json::Value* v = json::find(doc, key);
     REQUIRE_MESSAGE(v != nullptr, key);
     return json::to_string(*v);
