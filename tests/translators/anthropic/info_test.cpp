@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "tests/translators/canonical/catalogue_util.hpp"
+#include "translators/codec.hpp"
 
 using namespace infergate;
 namespace anthropic = infergate::translators::anthropic;
@@ -46,4 +47,12 @@ TEST_CASE("anthropic models has the shape of Anthropic's list (api-dialects §8.
     CHECK(doc["has_more"].IsBool());
     CHECK(json::view(doc["first_id"]) == json::view(doc["data"][0]["id"]));
     CHECK(json::view(doc["last_id"]) == json::view(doc["data"][2]["id"]));
+}
+
+TEST_CASE("anthropic unknown model renders as infergate always answered it") {
+    auto missing = anthropic::encode_model(test::served_catalogue(), "nope");
+    REQUIRE_FALSE(missing.ok());
+    std::string body;
+    translators::codec_for(canonical::Dialect::anthropic).encode_error(missing.error(), body);
+    CHECK(body == R"({"type":"error","error":{"type":"not_found_error","message":"model: nope"}})");
 }

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "tests/translators/canonical/catalogue_util.hpp"
+#include "translators/codec.hpp"
 
 using namespace infergate;
 namespace ollama = infergate::translators::ollama;
@@ -104,4 +105,19 @@ TEST_CASE("ollama tags and ps have Ollama's shapes (api-dialects §6.9)") {
         CHECK(m["size_vram"].IsInt64());
         CHECK(m["context_length"].IsInt64());
     }
+}
+
+TEST_CASE("ollama show's refusals render as infergate always answered them") {
+    const auto& codec = translators::codec_for(canonical::Dialect::ollama_chat);
+    const auto render = [&codec](std::string_view request) {
+        auto out = ollama::encode_show(test::served_catalogue(), request);
+        REQUIRE_FALSE(out.ok());
+        std::string body;
+        codec.encode_error(out.error(), body);
+        return body;
+    };
+    CHECK(render(R"({"model":"nope"})") == R"({"error":"model 'nope' not found"})");
+    CHECK(render("{}") == R"({"error":"model is required"})");
+    CHECK(render("not json") ==
+          R"({"error":"malformed JSON in request body at offset 1: Invalid value."})");
 }

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "tests/translators/canonical/catalogue_util.hpp"
+#include "translators/codec.hpp"
 
 using namespace infergate;
 namespace openai = infergate::translators::openai;
@@ -61,4 +62,13 @@ TEST_CASE("openai models has the shape of OpenAI's and vLLM's list (api-dialects
         CHECK(m["root"].IsString());          // vLLM's
         CHECK(m["max_model_len"].IsInt64());  // vLLM's
     }
+}
+
+TEST_CASE("openai unknown model renders as infergate always answered it") {
+    auto missing = openai::encode_model(test::served_catalogue(), "nope");
+    REQUIRE_FALSE(missing.ok());
+    std::string body;
+    translators::codec_for(canonical::Dialect::openai_chat).encode_error(missing.error(), body);
+    CHECK(body == R"({"error":{"message":"The model `nope` does not exist. Models served here: )"
+                  R"(emu/m-x, alias1, a2","type":"not_found_error","param":"model","code":null}})");
 }
