@@ -101,8 +101,7 @@ Task<bool> Exchange::health(bool generate) {
         finish_upstream(!ec);
     }
     if (status == 200) {
-        // llama-server's answer; the other engines' clients read only the status.
-        co_return co_await send(http::status::ok, R"({"status":"ok"})");
+        co_return co_await send(http::status::ok, std::string(translators::llamacpp::kHealthyBody));
     }
     outcome_ = Outcome::upstream_error;
     canonical::Error e;

@@ -13,7 +13,8 @@ Task<bool> Exchange::root() {
         co_return co_await generate(canonical::Dialect::tgi, "/");  // TGI's compat route
     }
     // Ollama's liveness answer (GET and HEAD); TGI's GET / health check reads only the status.
-    co_return co_await send(http::status::ok, "Ollama is running", "text/plain; charset=utf-8");
+    co_return co_await send(http::status::ok, std::string(translators::ollama::kRootBody),
+                            translators::ollama::kRootContentType);
 }
 
 Task<bool> Exchange::ollama_tags(bool running) {

@@ -15,6 +15,10 @@ namespace infergate::translators::ollama {
 // api-dialects.md); clients that gate features on /api/version compare against this.
 inline constexpr std::string_view kApiVersion = "0.12.0";
 
+// GET / and HEAD /: Ollama's liveness answer, as text/plain (clients compare the body).
+inline constexpr std::string_view kRootBody = "Ollama is running";
+inline constexpr std::string_view kRootContentType = "text/plain; charset=utf-8";
+
 // GET /api/tags: the local models.
 std::string encode_tags(const canonical::ModelCatalogue& catalogue);
 // GET /api/ps: the running models (all of them, loaded for good).

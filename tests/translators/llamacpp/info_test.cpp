@@ -17,6 +17,10 @@ TEST_CASE("llamacpp props shows only what infergate knows, as it always answered
           R"("model_path":"","modalities":{"vision":false},"build_info":"infergate-0.1.0"})");
 }
 
+TEST_CASE("llamacpp health answers as llama-server does when it is ready (api-dialects §7.8)") {
+    CHECK(llamacpp::kHealthyBody == R"({"status":"ok"})");
+}
+
 TEST_CASE("llamacpp props has the fields llama.cpp's clients read (api-dialects §7.8)") {
     json::Document doc;
     test::parse_object(llamacpp::encode_props(test::served_catalogue()), doc);

@@ -47,6 +47,11 @@ TEST_CASE("ollama version is the API level infergate follows") {
     CHECK(ollama::encode_version() == R"({"version":"0.12.0"})");
 }
 
+TEST_CASE("ollama root answers as Ollama's server does") {
+    CHECK(ollama::kRootBody == "Ollama is running");
+    CHECK(ollama::kRootContentType == "text/plain; charset=utf-8");
+}
+
 TEST_CASE("ollama show answers for a known name, with or without :latest, old or new key") {
     const std::string expected =
         R"({"modelfile":"","parameters":"","template":"",)" + std::string(kDetails) +
