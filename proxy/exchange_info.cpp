@@ -1,4 +1,6 @@
-// Exchange: the info routes (models, health, SGLang's model/server info).
+// Exchange: the info routes (models, health, SGLang's model/server info). What they show is
+// gathered once, in catalogue(); the bodies come from each dialect's encoder
+// (translators/<dialect>/info.hpp, through translators/info.hpp).
 #include "proxy/exchange_detail.hpp"
 #include "proxy/pairing.hpp"
 #include "proxy/version.hpp"
