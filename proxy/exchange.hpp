@@ -13,6 +13,7 @@
 #include "proxy/metrics.hpp"
 #include "proxy/net.hpp"
 #include "proxy/router.hpp"
+#include "translators/canonical/catalogue.hpp"
 #include "translators/codec.hpp"
 
 namespace infergate {
@@ -139,8 +140,9 @@ private:
     };
 
     std::string client_model(const canonical::GenerationRequest& req) const;
-    // The names clients may use: the served model, then every alias (name, backend model).
-    std::vector<std::pair<std::string, std::string>> model_entries() const;
+    // What the info routes show: the names clients may use (the served model, then every
+    // alias) and the backend's facts.
+    canonical::ModelCatalogue catalogue() const;
     // GET /v1/models in Anthropic's shape (asked for by an `anthropic-version` header).
     Task<bool> anthropic_models(std::string_view id);
     std::string upstream_model(const canonical::GenerationRequest& req) const;

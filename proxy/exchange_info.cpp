@@ -1,90 +1,52 @@
-// Exchange: the info routes (models, health, SGLang's model/server info).
+// Exchange: the info routes (models, health, SGLang's model/server info). What they show is
+// gathered once, in catalogue(); the bodies come from each dialect's encoder
+// (translators/<dialect>/info.hpp, through translators/info.hpp).
 #include "proxy/exchange_detail.hpp"
 #include "proxy/pairing.hpp"
 #include "proxy/version.hpp"
 #include "proxy/worker.hpp"
-#include "translators/canonical/json.hpp"
+#include "translators/info.hpp"
 
 namespace infergate {
 
-namespace {
-
-void write_model(json::Writer& w, const std::string& id, int64_t created, const BackendInfo& info,
-                 const std::string& root) {
-    w.StartObject();
-    w.Key("id");
-    w.String(id);
-    w.Key("object");
-    w.String("model");
-    w.Key("created");
-    w.Int64(created);
-    w.Key("owned_by");
-    w.String("infergate");
-    w.Key("root");
-    w.String(root);
-    if (info.max_model_len) {
-        w.Key("max_model_len");
-        w.Int64(*info.max_model_len);
-    }
-    w.EndObject();
-}
-
-}  // namespace
-
-std::vector<std::pair<std::string, std::string>> Exchange::model_entries() const {
-    std::vector<std::pair<std::string, std::string>> entries;
+canonical::ModelCatalogue Exchange::catalogue() const {
     const BackendInfo& info = worker_.backend();
+    canonical::ModelCatalogue c;
     if (!info.served_model.empty()) {
-        entries.emplace_back(info.served_model, info.served_model);
+        c.models.push_back({info.served_model, info.served_model});
     }
     for (const auto& a : worker_.config().aliases) {
-        entries.emplace_back(a.name, a.target);
+        c.models.push_back({a.name, a.target});
     }
-    return entries;
+    c.served_model = info.served_model;
+    c.max_model_len = info.max_model_len;
+    c.started_unix_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(worker_.started().time_since_epoch())
+            .count();
+    c.version = kVersion;
+    c.threads = worker_.config().threads;
+    c.backend_url = worker_.pool().backend().url.text();
+    c.backend_ready = info.ready;
+    c.backend_dialect = std::string(config::to_string(info.dialect));
+    c.backend_detail = info.detail;
+    return c;
 }
 
 Task<bool> Exchange::models(std::string_view id) {
     if (!request_["anthropic-version"].empty()) {
         co_return co_await anthropic_models(id);  // the Anthropic SDK's models.list()
     }
-    const BackendInfo& info = worker_.backend();
-    const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
-                                worker_.started().time_since_epoch()).count();
-    const auto entries = model_entries();
-    std::string out;
-    json::StringOut os{&out};
-    json::Writer w(os);
+    const auto c = catalogue();
     if (id.empty()) {
-        w.StartObject();
-        w.Key("object");
-        w.String("list");
-        w.Key("data");
-        w.StartArray();
-        for (const auto& [name, root] : entries) {
-            write_model(w, name, created, info, root);
-        }
-        w.EndArray();
-        w.EndObject();
-        co_return co_await send(http::status::ok, std::move(out));
+        std::string body = translators::openai::encode_models(c);
+        co_return co_await send(http::status::ok, std::move(body));
     }
-    for (const auto& [name, root] : entries) {
-        if (name == id) {
-            write_model(w, name, created, info, root);
-            co_return co_await send(http::status::ok, std::move(out));
-        }
+    auto body = translators::openai::encode_model(c, id);
+    if (!body) {
+        outcome_ = Outcome::rejected;
+        co_return co_await send_openai_error(body.error());
     }
-    outcome_ = Outcome::rejected;
-    canonical::Error e;
-    e.status = 404;
-    e.type = "not_found_error";
-    e.param = "model";
-    std::string known;
-    for (const auto& entry : entries) {
-        known += (known.empty() ? "" : ", ") + entry.first;
-    }
-    e.message = "The model `" + std::string(id) + "` does not exist. Models served here: " +
-                (known.empty() ? "(none discovered yet)" : known);
-    co_return co_await send_openai_error(e);
+    co_return co_await send(http::status::ok, std::move(body.value()));
 }
 
 namespace {
@@ -141,8 +103,7 @@ Task<bool> Exchange::health(bool generate) {
         finish_upstream(!ec);
     }
     if (status == 200) {
-        // llama-server's answer; the other engines' clients read only the status.
-        co_return co_await send(http::status::ok, R"({"status":"ok"})");
+        co_return co_await send(http::status::ok, std::string(translators::llamacpp::kHealthyBody));
     }
     outcome_ = Outcome::upstream_error;
     canonical::Error e;
@@ -170,39 +131,10 @@ Task<bool> Exchange::model_info(bool server_info) {
         }
         co_return co_await send(static_cast<http::status>(upstream_->status()), std::move(body));
     }
-    std::string out;
-    json::StringOut os{&out};
-    json::Writer w(os);
-    w.StartObject();
-    w.Key("model_path");
-    w.String(info.served_model);
-    w.Key("tokenizer_path");
-    w.String(info.served_model);
-    w.Key("is_generation");
-    w.Bool(true);
-    if (server_info) {
-        w.Key("served_model_name");
-        w.String(info.served_model);
-        w.Key("version");
-        w.String(std::string("infergate-") + kVersion);
-        w.Key("backend");
-        w.StartObject();
-        w.Key("url");
-        w.String(worker_.pool().backend().url.text());
-        w.Key("ready");
-        w.Bool(info.ready);
-        w.Key("dialect");
-        w.String(info.ready ? std::string(config::to_string(info.dialect)) : "unknown");
-        w.Key("detected");
-        w.String(info.detail);
-        w.EndObject();
-    } else {
-        w.Key("preferred_sampling_params");
-        w.Null();
-        w.Key("weight_version");
-        w.String("default");
-    }
-    w.EndObject();
+    // A named local, never a temporary inside the co_await (see ollama_tags).
+    const auto c = catalogue();
+    std::string out = server_info ? translators::sglang::encode_server_info(c)
+                                  : translators::sglang::encode_model_info(c);
     co_return co_await send(http::status::ok, std::move(out));
 }
 

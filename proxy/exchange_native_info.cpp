@@ -3,209 +3,47 @@
 // Ollama's GET /, /api/tags, /api/ps, /api/version, /api/show; TGI's /info; llama.cpp's /props;
 // Anthropic's /v1/models. The model list is the same everywhere: the served model and the aliases.
 #include "proxy/exchange_detail.hpp"
-#include "proxy/version.hpp"
 #include "proxy/worker.hpp"
-#include "translators/canonical/json.hpp"
-#include "translators/ollama/codec.hpp"
+#include "translators/info.hpp"
 
 namespace infergate {
-
-namespace {
-
-// The Ollama API level infergate's Ollama front follows (the ollama/ollama revision read for
-// api-dialects.md); clients that gate features on /api/version compare against this.
-constexpr std::string_view kOllamaApiVersion = "0.12.0";
-
-std::string rfc3339(std::chrono::system_clock::time_point t) {
-    return translators::ollama::format_created_at(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
-}
-
-void ollama_details(json::Writer& w) {
-    // The backend's weights are not visible through its API: the fields are present (clients
-    // index them) and empty.
-    w.Key("details");
-    w.StartObject();
-    w.Key("parent_model");
-    w.String("");
-    w.Key("format");
-    w.String("");
-    w.Key("family");
-    w.String("");
-    w.Key("families");
-    w.Null();
-    w.Key("parameter_size");
-    w.String("");
-    w.Key("quantization_level");
-    w.String("");
-    w.EndObject();
-}
-
-}  // namespace
 
 Task<bool> Exchange::root() {
     if (request_.method() == http::verb::post) {
         co_return co_await generate(canonical::Dialect::tgi, "/");  // TGI's compat route
     }
     // Ollama's liveness answer (GET and HEAD); TGI's GET / health check reads only the status.
-    co_return co_await send(http::status::ok, "Ollama is running", "text/plain; charset=utf-8");
+    co_return co_await send(http::status::ok, std::string(translators::ollama::kRootBody),
+                            translators::ollama::kRootContentType);
 }
 
 Task<bool> Exchange::ollama_tags(bool running) {
-    const std::string modified = rfc3339(worker_.started());
-    const auto& info = worker_.backend();
-    std::string out;
-    json::StringOut os{&out};
-    json::Writer w(os);
-    w.StartObject();
-    w.Key("models");
-    w.StartArray();
-    for (const auto& [name, target] : model_entries()) {
-        w.StartObject();
-        w.Key("name");
-        w.String(name);
-        w.Key("model");
-        w.String(name);
-        if (running) {
-            w.Key("size");
-            w.Int(0);
-            w.Key("digest");
-            w.String("");
-            ollama_details(w);
-            w.Key("expires_at");
-            w.String("0001-01-01T00:00:00Z");  // Ollama's "never" (a zero Go time)
-            w.Key("size_vram");
-            w.Int(0);
-            if (info.max_model_len) {
-                w.Key("context_length");
-                w.Int64(*info.max_model_len);
-            }
-        } else {
-            w.Key("modified_at");
-            w.String(modified);
-            w.Key("size");
-            w.Int(0);
-            w.Key("digest");
-            w.String("");
-            ollama_details(w);
-        }
-        w.EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
-    co_return co_await send(http::status::ok, std::move(out));
+    // The body is a named local, never a temporary inside the co_await: GCC destroys a
+    // conditional's temporary twice there.
+    const auto c = catalogue();
+    std::string body =
+        running ? translators::ollama::encode_ps(c) : translators::ollama::encode_tags(c);
+    co_return co_await send(http::status::ok, std::move(body));
 }
 
 Task<bool> Exchange::ollama_version() {
-    std::string out = "{\"version\":\"" + std::string(kOllamaApiVersion) + "\"}";
-    co_return co_await send(http::status::ok, std::move(out));
+    std::string body = translators::ollama::encode_version();
+    co_return co_await send(http::status::ok, std::move(body));
 }
 
 Task<bool> Exchange::ollama_show() {
-    const translators::Codec& ollama = translators::codec_for(canonical::Dialect::ollama_chat);
-    json::Document doc;
-    if (auto err = json::parse(request_.body(), doc)) {
+    auto body = translators::ollama::encode_show(catalogue(), request_.body());
+    if (!body) {
         outcome_ = Outcome::rejected;
-        co_return co_await send_error(ollama, *err);
+        co_return co_await send_error(translators::codec_for(canonical::Dialect::ollama_chat),
+                                      body.error());
     }
-    std::string wanted;
-    for (const char* key : {"model", "name"}) {  // "name" is the older spelling
-        if (doc.IsObject()) {
-            if (const auto* v = json::find(doc, key); v != nullptr && v->IsString()) {
-                wanted = std::string(json::view(*v));
-                break;
-            }
-        }
-    }
-    if (wanted.empty()) {
-        outcome_ = Outcome::rejected;
-        co_return co_await send_error(ollama, canonical::bad_request("model is required", "model"));
-    }
-    const auto entries = model_entries();
-    const auto match = [&wanted](const auto& e) {
-        return e.first == wanted || e.first + ":latest" == wanted;
-    };
-    if (std::find_if(entries.begin(), entries.end(), match) == entries.end()) {
-        outcome_ = Outcome::rejected;
-        canonical::Error e;
-        e.status = 404;
-        e.type = "not_found_error";
-        e.message = "model '" + wanted + "' not found";
-        co_return co_await send_error(ollama, e);
-    }
-    const auto& info = worker_.backend();
-    std::string out;
-    json::StringOut os{&out};
-    json::Writer w(os);
-    w.StartObject();
-    w.Key("modelfile");
-    w.String("");
-    w.Key("parameters");
-    w.String("");
-    w.Key("template");
-    w.String("");
-    ollama_details(w);
-    w.Key("model_info");
-    w.StartObject();
-    if (info.max_model_len) {
-        w.Key("general.context_length");
-        w.Int64(*info.max_model_len);
-    }
-    w.EndObject();
-    w.Key("capabilities");
-    w.StartArray();
-    w.String("completion");
-    w.EndArray();
-    w.Key("modified_at");
-    w.String(rfc3339(worker_.started()));
-    w.EndObject();
-    co_return co_await send(http::status::ok, std::move(out));
+    co_return co_await send(http::status::ok, std::move(body.value()));
 }
 
 Task<bool> Exchange::tgi_info() {
-    const auto& info = worker_.backend();
-    std::string out;
-    json::StringOut os{&out};
-    json::Writer w(os);
-    w.StartObject();
-    w.Key("model_id");
-    w.String(info.served_model);
-    w.Key("model_sha");
-    w.Null();
-    w.Key("model_pipeline_tag");
-    w.String("text-generation");
-    // TGI's own defaults for the limits infergate does not enforce itself.
-    w.Key("max_concurrent_requests");
-    w.Int(128);
-    w.Key("max_best_of");
-    w.Int(1);
-    w.Key("max_stop_sequences");
-    w.Int(4);
-    if (info.max_model_len) {
-        w.Key("max_input_tokens");
-        w.Int64(std::max<int64_t>(1, *info.max_model_len - 1));
-        w.Key("max_total_tokens");
-        w.Int64(*info.max_model_len);
-    } else {
-        w.Key("max_input_tokens");
-        w.Null();
-        w.Key("max_total_tokens");
-        w.Null();
-    }
-    w.Key("validation_workers");
-    w.Int(worker_.config().threads);
-    w.Key("max_client_batch_size");
-    w.Int(1);
-    w.Key("router");
-    w.String("text-generation-router");
-    w.Key("version");
-    w.String(kVersion);
-    w.Key("sha");
-    w.Null();
-    w.Key("docker_label");
-    w.Null();
-    w.EndObject();
-    co_return co_await send(http::status::ok, std::move(out));
+    std::string body = translators::tgi::encode_info(catalogue());
+    co_return co_await send(http::status::ok, std::move(body));
 }
 
 Task<bool> Exchange::llamacpp_props() {
@@ -228,85 +66,24 @@ Task<bool> Exchange::llamacpp_props() {
         co_return co_await send(static_cast<http::status>(upstream_->status()), std::move(body),
                                 ctype.empty() ? "application/json" : ctype);
     }
-    // Another engine: only what infergate knows. Its slot count (the engine batches as it
-    // likes), chat template and model file are not visible through its API, so total_slots,
-    // chat_template and the like are left out rather than made up.
-    std::string out;
-    json::StringOut os{&out};
-    json::Writer w(os);
-    w.StartObject();
-    w.Key("default_generation_settings");
-    w.StartObject();
-    if (info.max_model_len) {
-        w.Key("n_ctx");
-        w.Int64(*info.max_model_len);
-    }
-    w.Key("params");
-    w.StartObject();
-    w.Key("n_predict");
-    w.Int(-1);  // llama.cpp's "until the end": what a llama.cpp client gets with no budget
-    w.EndObject();
-    w.EndObject();
-    w.Key("model_path");
-    w.String(info.served_model);  // the model's name: the only name the backend's API gives
-    w.Key("modalities");
-    w.StartObject();
-    w.Key("vision");
-    w.Bool(false);
-    w.EndObject();
-    w.Key("build_info");
-    w.String(std::string("infergate-") + kVersion);
-    w.EndObject();
-    co_return co_await send(http::status::ok, std::move(out));
+    // Another engine: only what infergate knows.
+    std::string body = translators::llamacpp::encode_props(catalogue());
+    co_return co_await send(http::status::ok, std::move(body));
 }
 
 Task<bool> Exchange::anthropic_models(std::string_view id) {
-    const std::string created = rfc3339(worker_.started());
-    const auto entries = model_entries();
-    auto write = [&created](json::Writer& w, const std::string& name) {
-        w.StartObject();
-        w.Key("type");
-        w.String("model");
-        w.Key("id");
-        w.String(name);
-        w.Key("display_name");
-        w.String(name);
-        w.Key("created_at");
-        w.String(created);
-        w.EndObject();
-    };
-    std::string out;
-    json::StringOut os{&out};
-    json::Writer w(os);
+    const auto c = catalogue();
     if (id.empty()) {
-        w.StartObject();
-        w.Key("data");
-        w.StartArray();
-        for (const auto& e : entries) {
-            write(w, e.first);
-        }
-        w.EndArray();
-        w.Key("has_more");
-        w.Bool(false);
-        w.Key("first_id");
-        entries.empty() ? w.Null() : w.String(entries.front().first);
-        w.Key("last_id");
-        entries.empty() ? w.Null() : w.String(entries.back().first);
-        w.EndObject();
-        co_return co_await send(http::status::ok, std::move(out));
+        std::string body = translators::anthropic::encode_models(c);
+        co_return co_await send(http::status::ok, std::move(body));
     }
-    for (const auto& e : entries) {
-        if (e.first == id) {
-            write(w, e.first);
-            co_return co_await send(http::status::ok, std::move(out));
-        }
+    auto body = translators::anthropic::encode_model(c, id);
+    if (!body) {
+        outcome_ = Outcome::rejected;
+        co_return co_await send_error(translators::codec_for(canonical::Dialect::anthropic),
+                                      body.error());
     }
-    outcome_ = Outcome::rejected;
-    canonical::Error e;
-    e.status = 404;
-    e.type = "not_found_error";
-    e.message = "model: " + std::string(id);
-    co_return co_await send_error(translators::codec_for(canonical::Dialect::anthropic), e);
+    co_return co_await send(http::status::ok, std::move(body.value()));
 }
 
 }  // namespace infergate
