@@ -112,27 +112,11 @@ std::chrono::milliseconds Exchange::op_timeout(int64_t configured_ms) const {
 }
 
 void Exchange::start_watch() {
-    watch_ = std::make_shared<Watch>();
-    auto& socket = client_.socket();
-    socket.async_wait(Socket::wait_read, [w = watch_, &socket](beast::error_code ec) {
-        if (ec || !w->active) {
-            return;
-        }
-        // Readable while a request is in flight: either the next pipelined request (leave it
-        // for the session) or the client went away.
-        char c = 0;
-        const ssize_t r = ::recv(socket.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-            w->client_gone = true;
-            if (w->conn != nullptr) {
-                w->conn->close();  // the backend stops generating for nobody
-            }
-        }
-    });
+    watch_.start();
 }
 
 bool Exchange::client_left() {
-    if (!watch_ || !watch_->client_gone) {
+    if (!watch_.client_gone()) {
         return false;
     }
     outcome_ = Outcome::client_disconnect;
@@ -268,13 +252,11 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
             error_ = upstream_failure(ec, "connecting");
             co_return false;
         }
-        if (watch_) {
-            if (watch_->client_gone) {
-                upstream_->conn->close();
-                co_return false;
-            }
-            watch_->conn = upstream_->conn.get();
+        if (watch_.client_gone()) {
+            upstream_->conn->close();
+            co_return false;
         }
+        watch_.attach(upstream_->conn.get());
         UpstreamConnection& conn = *upstream_->conn;
         WaitTimer wait{*this};
         const std::array<net::const_buffer, 2> wire{net::buffer(head), net::buffer(body)};
@@ -284,7 +266,7 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
         const beast::error_code wec = conn.settle(rwec);
         if (wec) {
             conn.close();
-            if (watch_ && watch_->client_gone) {
+            if (watch_.client_gone()) {
                 co_return false;
             }
             // The request did not all leave, so the backend cannot have acted on it: one try on
@@ -318,7 +300,7 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
             co_return true;
         }
         conn.close();
-        if (watch_ && watch_->client_gone) {
+        if (watch_.client_gone()) {
             co_return false;
         }
         if (verb == http::verb::get && reused && attempt == 0 && stale_connection(hec)) {
@@ -379,9 +361,7 @@ Task<beast::error_code> Exchange::read_upstream_body(std::string& out) {
 }
 
 void Exchange::finish_upstream(bool reusable) {
-    if (watch_) {
-        watch_->conn = nullptr;
-    }
+    watch_.attach(nullptr);
     if (!upstream_ || !upstream_->conn) {
         return;
     }

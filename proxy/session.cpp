@@ -78,7 +78,8 @@ std::string rejection_body(int status, std::string_view message, canonical::Dial
 Session::Session(Worker& worker, Socket socket)
     : worker_(worker),
       stream_(std::move(socket)),
-      deadline_(worker.deadlines(), &stream_.socket()) {
+      deadline_(worker.deadlines(), &stream_.socket()),
+      watch_(stream_.socket(), buffer_, worker.config().max_header_bytes) {
     beast::error_code ec;
     stream_.socket().set_option(tcp::no_delay(true), ec);
     const auto ep = stream_.socket().remote_endpoint(ec);
@@ -209,7 +210,7 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
             }
             break;  // EOF, reset or idle timeout: just close
         }
-        Exchange exchange(worker_, stream_, deadline_, parser.release(), peer_);
+        Exchange exchange(worker_, stream_, deadline_, watch_, parser.release(), peer_);
         const bool keep_alive = co_await exchange.run();
         if (!keep_alive) {
             break;

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "proxy/deadlines.hpp"
+#include "proxy/disconnect_watch.hpp"
 #include "proxy/net.hpp"
 #include "translators/canonical/types.hpp"
 
@@ -47,6 +48,7 @@ private:
     Stream stream_;
     Deadline deadline_;  // of the client socket's reads (here) and writes (the exchange's)
     beast::flat_buffer buffer_;
+    DisconnectWatch watch_;  // reads a pipelined request into buffer_ while the backend works
     std::list<Session*>::iterator registration_;
     std::string peer_;
     bool idle_ = true;
