@@ -12,6 +12,7 @@
 #include "proxy/deadlines.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/net.hpp"
+#include "proxy/request_meter.hpp"
 #include "proxy/router.hpp"
 #include "translators/codec.hpp"
 
@@ -162,6 +163,7 @@ private:
     DisconnectWatch& watch_;
 
     canonical::Error error_;  // the last upstream failure, mapped to a client-facing error
+    Failure failure_;         // what the warn line of a failed request says
     Outcome outcome_ = Outcome::ok;
     int status_ = 0;  // the status sent to the client; 0 until a status line went out
     std::chrono::steady_clock::time_point received_;

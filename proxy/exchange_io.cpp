@@ -125,6 +125,7 @@ bool Exchange::client_left() {
 
 canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_view stage) {
     const config::Backend& b = worker_.pool().backend();
+    failure_.stage = stage;
     canonical::Error e;
     e.status = 502;
     e.type = "upstream_error";
@@ -136,6 +137,7 @@ canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_vi
         outcome_ = Outcome::timeout;
         e.message = where + " did not answer in time while " + std::string(stage) +
                     " (see backends[].timeouts in the config)";
+        failure_.message = e.message;  // what the client gets (send_error, or in the stream)
         return e;
     }
     outcome_ = Outcome::upstream_error;
@@ -170,6 +172,7 @@ canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_vi
     } else {
         e.message = where + " failed while " + std::string(stage) + ": " + ec.message();
     }
+    failure_.message = e.message;
     return e;
 }
 
@@ -429,6 +432,7 @@ Task<bool> Exchange::send(http::status status, std::string body, std::string_vie
 }
 
 Task<bool> Exchange::send_error(const translators::Codec& codec, const canonical::Error& e) {
+    failure_.message = e.message;
     std::string body;
     codec.encode_error(e, body);
     const int status = e.status >= 400 && e.status <= 599 ? e.status : 502;

@@ -5,6 +5,7 @@
 #include "proxy/client_request.hpp"
 #include "proxy/exchange.hpp"
 #include "proxy/log.hpp"
+#include "proxy/request_meter.hpp"
 #include "proxy/router.hpp"
 #include "proxy/worker.hpp"
 #include "translators/codec.hpp"
@@ -106,6 +107,8 @@ Task<void> Session::reject(http::status status, std::string message, unsigned ve
     res.set(http::field::content_type, "application/json");
     res.set(http::field::connection, "close");
     res.body() = rejection_body(static_cast<int>(status), message, dialect);
+    // No exchange began, so no request id was given: the line says why, with no id.
+    log_failure({}, static_cast<int>(status), "rejected", Failure{valid_utf8(message), {}});
     res.prepare_payload();
     deadline_.arm(std::chrono::seconds(5));
     co_await http::async_write(stream_, res, use_nothrow);

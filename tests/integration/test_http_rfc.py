@@ -474,6 +474,11 @@ class ClientTransferEncoding(_Scripted, unittest.TestCase):
         body.decode("utf-8")  # strict: raises on invalid UTF-8
         err = self.assert_refused(data, 501, "Transfer-Encoding")
         self.assertIn("gz\ufffdip\t\ufffd", err["message"])
+        # The operator sees the refusal too: one warn line with the reason (no id: no exchange
+        # began).
+        wait_until(lambda: 'status=501 outcome=rejected message="the transfer coding gz\ufffdip'
+                           in self.proxy.stderr_text(), 2.0,
+                   what="the warn line of the refusal")
 
     def test_a_refusal_on_a_known_route_is_in_the_clients_dialect(self):
         # The request line names the route, so its client reads its own dialect's error shape.
