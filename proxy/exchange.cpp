@@ -32,13 +32,14 @@ std::string_view to_string(Outcome o) {
     return "ok";
 }
 
-Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline, ClientRequest request,
-                   const std::string& peer)
+Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
+                   DisconnectWatch& watch, ClientRequest request, const std::string& peer)
     : worker_(worker),
       client_(client),
       client_deadline_(client_deadline),
       request_(std::move(request)),
       peer_(peer),
+      watch_(watch),
       received_(std::chrono::steady_clock::now()) {
     keep_alive_ = request_.keep_alive();
     bytes_in_ = request_.body().size();
@@ -48,12 +49,7 @@ Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline, Cl
 }
 
 Exchange::~Exchange() {
-    if (watch_) {
-        watch_->active = false;
-        watch_->conn = nullptr;
-        beast::error_code ec;
-        client_.socket().cancel(ec);  // ends the pending wait; nothing else is pending now
-    }
+    watch_.stop();
     if (upstream_ && upstream_->conn) {
         upstream_->conn->close();
     }

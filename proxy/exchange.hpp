@@ -12,6 +12,7 @@
 #include "proxy/deadlines.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/net.hpp"
+#include "proxy/request_meter.hpp"
 #include "proxy/router.hpp"
 #include "translators/canonical/catalogue.hpp"
 #include "translators/codec.hpp"
@@ -20,6 +21,7 @@ namespace infergate {
 
 class Worker;
 class UpstreamConnection;
+class DisconnectWatch;
 
 // How an exchange ended (the metrics and the access log use it).
 enum class Outcome { ok, client_disconnect, upstream_error, inband_error, truncated, timeout, rejected };
@@ -41,9 +43,10 @@ struct TokenTally {
 
 class Exchange {
 public:
-    // `client_deadline` times the writes to `client` (the session's, shared with its reads).
-    Exchange(Worker& worker, Stream& client, Deadline& client_deadline, ClientRequest request,
-             const std::string& peer);
+    // `client_deadline` times the writes to `client` (the session's, shared with its reads);
+    // `watch` is the session's, started while the backend works on a generation.
+    Exchange(Worker& worker, Stream& client, Deadline& client_deadline, DisconnectWatch& watch,
+             ClientRequest request, const std::string& peer);
     ~Exchange();
     Exchange(const Exchange&) = delete;
     Exchange& operator=(const Exchange&) = delete;
@@ -53,7 +56,6 @@ public:
 
 private:
     struct Upstream;  // one call to the backend, in flight
-    struct Watch;     // notices a client that goes away while the backend works
 
     // ---- routes ---------------------------------------------------------------------------
     Task<bool> dispatch();
@@ -160,9 +162,10 @@ private:
     std::string_view allow_;  // the Allow header of a 405  // false for HTTP/1.0 clients: the stream ends with the connection
 
     std::unique_ptr<Upstream> upstream_;
-    std::shared_ptr<Watch> watch_;
+    DisconnectWatch& watch_;
 
     canonical::Error error_;  // the last upstream failure, mapped to a client-facing error
+    Failure failure_;         // what the warn line of a failed request says
     Outcome outcome_ = Outcome::ok;
     int status_ = 0;  // the status sent to the client; 0 until a status line went out
     std::chrono::steady_clock::time_point received_;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "proxy/disconnect_watch.hpp"
 #include "proxy/exchange.hpp"
 #include "proxy/upstream_parser.hpp"
 #include "proxy/upstream_pool.hpp"
@@ -21,12 +22,6 @@ struct Exchange::Upstream {
     std::optional<std::chrono::steady_clock::time_point> deadline;
 
     int status() const { return parser->status(); }
-};
-
-struct Exchange::Watch {
-    bool active = true;
-    bool client_gone = false;
-    UpstreamConnection* conn = nullptr;
 };
 
 }  // namespace infergate

@@ -112,27 +112,11 @@ std::chrono::milliseconds Exchange::op_timeout(int64_t configured_ms) const {
 }
 
 void Exchange::start_watch() {
-    watch_ = std::make_shared<Watch>();
-    auto& socket = client_.socket();
-    socket.async_wait(Socket::wait_read, [w = watch_, &socket](beast::error_code ec) {
-        if (ec || !w->active) {
-            return;
-        }
-        // Readable while a request is in flight: either the next pipelined request (leave it
-        // for the session) or the client went away.
-        char c = 0;
-        const ssize_t r = ::recv(socket.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-            w->client_gone = true;
-            if (w->conn != nullptr) {
-                w->conn->close();  // the backend stops generating for nobody
-            }
-        }
-    });
+    watch_.start();
 }
 
 bool Exchange::client_left() {
-    if (!watch_ || !watch_->client_gone) {
+    if (!watch_.client_gone()) {
         return false;
     }
     outcome_ = Outcome::client_disconnect;
@@ -141,6 +125,7 @@ bool Exchange::client_left() {
 
 canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_view stage) {
     const config::Backend& b = worker_.pool().backend();
+    failure_.stage = stage;
     canonical::Error e;
     e.status = 502;
     e.type = "upstream_error";
@@ -152,6 +137,7 @@ canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_vi
         outcome_ = Outcome::timeout;
         e.message = where + " did not answer in time while " + std::string(stage) +
                     " (see backends[].timeouts in the config)";
+        failure_.message = e.message;  // what the client gets (send_error, or in the stream)
         return e;
     }
     outcome_ = Outcome::upstream_error;
@@ -186,6 +172,7 @@ canonical::Error Exchange::upstream_failure(beast::error_code ec, std::string_vi
     } else {
         e.message = where + " failed while " + std::string(stage) + ": " + ec.message();
     }
+    failure_.message = e.message;
     return e;
 }
 
@@ -268,13 +255,11 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
             error_ = upstream_failure(ec, "connecting");
             co_return false;
         }
-        if (watch_) {
-            if (watch_->client_gone) {
-                upstream_->conn->close();
-                co_return false;
-            }
-            watch_->conn = upstream_->conn.get();
+        if (watch_.client_gone()) {
+            upstream_->conn->close();
+            co_return false;
         }
+        watch_.attach(upstream_->conn.get());
         UpstreamConnection& conn = *upstream_->conn;
         WaitTimer wait{*this};
         const std::array<net::const_buffer, 2> wire{net::buffer(head), net::buffer(body)};
@@ -284,7 +269,7 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
         const beast::error_code wec = conn.settle(rwec);
         if (wec) {
             conn.close();
-            if (watch_ && watch_->client_gone) {
+            if (watch_.client_gone()) {
                 co_return false;
             }
             // The request did not all leave, so the backend cannot have acted on it: one try on
@@ -318,7 +303,7 @@ Task<bool> Exchange::call_upstream(http::verb verb, std::string target, std::str
             co_return true;
         }
         conn.close();
-        if (watch_ && watch_->client_gone) {
+        if (watch_.client_gone()) {
             co_return false;
         }
         if (verb == http::verb::get && reused && attempt == 0 && stale_connection(hec)) {
@@ -379,9 +364,7 @@ Task<beast::error_code> Exchange::read_upstream_body(std::string& out) {
 }
 
 void Exchange::finish_upstream(bool reusable) {
-    if (watch_) {
-        watch_->conn = nullptr;
-    }
+    watch_.attach(nullptr);
     if (!upstream_ || !upstream_->conn) {
         return;
     }
@@ -449,6 +432,7 @@ Task<bool> Exchange::send(http::status status, std::string body, std::string_vie
 }
 
 Task<bool> Exchange::send_error(const translators::Codec& codec, const canonical::Error& e) {
+    failure_.message = e.message;
     std::string body;
     codec.encode_error(e, body);
     const int status = e.status >= 400 && e.status <= 599 ? e.status : 502;

@@ -144,6 +144,10 @@ void Exchange::finish_record() {
     if (generation_) {
         worker_.metrics().request_finished(record_);
     }
+    // No status line went out: nginx's 499 ("client closed request") when the client left
+    // first, which log tools know; 0 otherwise (the metrics say status_class="none").
+    const int status = status_ == 0 && outcome_ == Outcome::client_disconnect ? 499 : status_;
+    log_failure(request_id_, status, to_string(outcome_), failure_);
 
     const int fd = worker_.access_log_fd();
     if (fd < 0) {
@@ -180,9 +184,7 @@ void Exchange::finish_record() {
     w.Key("model");
     w.String(model_label_);  // logs may hold what the client typed; metric labels never do
     w.Key("status");
-    // No status line went out: nginx's 499 ("client closed request") when the client left
-    // first, which log tools know; 0 otherwise (the metrics say status_class="none").
-    w.Int(status_ == 0 && outcome_ == Outcome::client_disconnect ? 499 : status_);
+    w.Int(status);
     w.Key("outcome");
     const auto outcome = to_string(outcome_);
     w.String(outcome.data(), static_cast<rapidjson::SizeType>(outcome.size()));

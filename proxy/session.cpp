@@ -5,15 +5,82 @@
 #include "proxy/client_request.hpp"
 #include "proxy/exchange.hpp"
 #include "proxy/log.hpp"
+#include "proxy/request_meter.hpp"
+#include "proxy/router.hpp"
 #include "proxy/worker.hpp"
 #include "translators/codec.hpp"
 
 namespace infergate {
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at the start of `s` (RFC 3629, Unicode Table
+// 3-7); 0 when it is not one.
+size_t utf8_sequence(std::string_view s) {
+    const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+    const unsigned char b0 = byte(0);
+    if (b0 < 0x80) {
+        return 1;
+    }
+    size_t n = 0;
+    unsigned char lo = 0x80;
+    unsigned char hi = 0xBF;
+    if (b0 >= 0xC2 && b0 <= 0xDF) {
+        n = 2;
+    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+        n = 3;
+        lo = b0 == 0xE0 ? 0xA0 : 0x80;  // no overlong form
+        hi = b0 == 0xED ? 0x9F : 0xBF;  // no surrogate
+    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+        n = 4;
+        lo = b0 == 0xF0 ? 0x90 : 0x80;  // no overlong form
+        hi = b0 == 0xF4 ? 0x8F : 0xBF;  // nothing above U+10FFFF
+    } else {
+        return 0;
+    }
+    if (s.size() < n || byte(1) < lo || byte(1) > hi) {
+        return 0;
+    }
+    for (size_t i = 2; i < n; ++i) {
+        if (byte(i) < 0x80 || byte(i) > 0xBF) {
+            return 0;
+        }
+    }
+    return n;
+}
+
+}  // namespace
+
+std::string valid_utf8(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    while (!text.empty()) {
+        const size_t n = utf8_sequence(text);
+        if (n == 0) {
+            out += "\xEF\xBF\xBD";  // U+FFFD for this one byte; resynchronise at the next
+            text.remove_prefix(1);
+        } else {
+            out.append(text.data(), n);
+            text.remove_prefix(n);
+        }
+    }
+    return out;
+}
+
+std::string rejection_body(int status, std::string_view message, canonical::Dialect dialect) {
+    canonical::Error e;
+    e.status = status;
+    e.message = valid_utf8(message);
+    std::string body;
+    translators::codec_for(dialect).encode_error(e, body);
+    return body;
+}
+
 Session::Session(Worker& worker, Socket socket)
     : worker_(worker),
       stream_(std::move(socket)),
-      deadline_(worker.deadlines(), &stream_.socket()) {
+      deadline_(worker.deadlines(), &stream_.socket()),
+      watch_(stream_.socket(), buffer_, worker.config().max_header_bytes) {
     beast::error_code ec;
     stream_.socket().set_option(tcp::no_delay(true), ec);
     const auto ep = stream_.socket().remote_endpoint(ec);
@@ -33,18 +100,15 @@ void Session::close_if_idle() {
     }
 }
 
-Task<void> Session::reject(http::status status, std::string message, unsigned version) {
-    // The request could not even be parsed, so no dialect is known: answer in the OpenAI shape,
-    // which every JSON client can read, written by the same codec as every other OpenAI error
-    // (a message may quote the client's bytes: control characters must be escaped).
-    canonical::Error e;
-    e.status = static_cast<int>(status);
-    e.message = std::move(message);
+Task<void> Session::reject(http::status status, std::string message, unsigned version,
+                           canonical::Dialect dialect) {
     http::response<http::string_body> res{status, version};
     res.set(http::field::server, "infergate");
     res.set(http::field::content_type, "application/json");
     res.set(http::field::connection, "close");
-    translators::codec_for(canonical::Dialect::openai_chat).encode_error(e, res.body());
+    res.body() = rejection_body(static_cast<int>(status), message, dialect);
+    // No exchange began, so no request id was given: the line says why, with no id.
+    log_failure({}, static_cast<int>(status), "rejected", Failure{valid_utf8(message), {}});
     res.prepare_payload();
     deadline_.arm(std::chrono::seconds(5));
     co_await http::async_write(stream_, res, use_nothrow);
@@ -116,30 +180,40 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
         idle_ = false;
         if (ec) {
             const unsigned version = parser.is_header_done() ? parser.get().version() : 11;
+            // The client's dialect when its request line names a generation route; otherwise
+            // the OpenAI shape, which every JSON client can read.
+            canonical::Dialect dialect = canonical::Dialect::openai_chat;
+            if (parser.is_header_done()) {
+                const Route route =
+                    match_route(parser.get().method_string(), parser.get().target());
+                if (route.kind == Route::Kind::generate) {
+                    dialect = route.dialect;
+                }
+            }
             if (auto refusal = parser.framing_refusal(ec)) {
-                co_await reject(refusal->status, std::move(refusal->message), version);
+                co_await reject(refusal->status, std::move(refusal->message), version, dialect);
                 co_await linger();  // its body was not read: the client may still be sending
             } else if (ec == http::error::body_limit) {
                 co_await reject(http::status::payload_too_large,
                                 "request body is larger than the limit of " +
                                     std::to_string(cfg.max_body_bytes) +
                                     " bytes (limits.max_body_bytes)",
-                                version);
+                                version, dialect);
                 co_await linger();
             } else if (ec == http::error::header_limit) {
                 co_await reject(http::status::request_header_fields_too_large,
                                 "request headers are larger than the limit of " +
                                     std::to_string(cfg.max_header_bytes) +
                                     " bytes (limits.max_header_bytes)",
-                                version);
+                                version, dialect);
             } else if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
                        ec != http::error::end_of_stream && ec != http::error::partial_message) {
                 co_await reject(http::status::bad_request,
-                                "malformed HTTP request: " + ec.message(), version);
+                                "malformed HTTP request: " + ec.message(), version, dialect);
             }
             break;  // EOF, reset or idle timeout: just close
         }
-        Exchange exchange(worker_, stream_, deadline_, parser.release(), peer_);
+        Exchange exchange(worker_, stream_, deadline_, watch_, parser.release(), peer_);
         const bool keep_alive = co_await exchange.run();
         if (!keep_alive) {
             break;

@@ -4,13 +4,27 @@
 
 #include <list>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "proxy/deadlines.hpp"
+#include "proxy/disconnect_watch.hpp"
 #include "proxy/net.hpp"
+#include "translators/canonical/types.hpp"
 
 namespace infergate {
 
 class Worker;
+
+// The body of an error answered before any route ran (a request that could not be read), in
+// `dialect`'s error shape. `message` may quote the client's bytes: it is written by the JSON
+// writer, and any byte that is not part of valid UTF-8 becomes U+FFFD, so the body is always
+// valid JSON.
+std::string rejection_body(int status, std::string_view message, canonical::Dialect dialect);
+// `text` with every byte that is not part of a well-formed UTF-8 sequence (stray continuation
+// bytes, truncated or overlong sequences, surrogates, code points above U+10FFFF) replaced by
+// U+FFFD.
+std::string valid_utf8(std::string_view text);
 
 class Session {
 public:
@@ -26,12 +40,15 @@ public:
 
 private:
     Task<void> linger();
-    Task<void> reject(http::status status, std::string message, unsigned version);
+    // `dialect`: the client's, when its route is known from the request line.
+    Task<void> reject(http::status status, std::string message, unsigned version,
+                      canonical::Dialect dialect);
 
     Worker& worker_;
     Stream stream_;
     Deadline deadline_;  // of the client socket's reads (here) and writes (the exchange's)
     beast::flat_buffer buffer_;
+    DisconnectWatch watch_;  // reads a pipelined request into buffer_ while the backend works
     std::list<Session*>::iterator registration_;
     std::string peer_;
     bool idle_ = true;

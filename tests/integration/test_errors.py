@@ -9,7 +9,7 @@ import unittest
 
 from checks import StreamChecks, make_body, reference_text, stream_text, text_of
 from harness import (Emulator, Proxy, Response, closed_port, open_stream, post_json, request,
-                     run_in_thread, start)
+                     run_in_thread, start, wait_until)
 
 GEN = "/generate"
 CMPL = "/v1/completions"
@@ -195,6 +195,27 @@ class TestBackendRefused(StreamChecks, unittest.TestCase):
                     self.assertIsInstance(r, Response, "expected an HTTP error, got a stream")
                     self.assert_error_for(path, r, 502, "refused")
         self.assertTrue(self.proxy.alive())
+
+    def test_failure_is_logged_with_the_request_id_and_the_reason(self):
+        # The reason reached the client only; operators saw a status code. Every failed
+        # request now gives one warn line with the id the client got and the reason.
+        for path in ROUTES:
+            with self.subTest(path=path):
+                r = post_json(self.port, path, make_body(path, "who is there", 3, "gone"))
+                self.assertEqual(r.status, 502, r.body[:300])
+                rid = r.headers.get("x-request-id")
+                self.assertTrue(rid, r.headers)
+                lines = wait_until(
+                    lambda: [l for l in self.proxy.stderr_text().splitlines()
+                             if " warn " in l and f'id="{rid}"' in l],
+                    timeout=2, what="the warn line of the failed request")
+                self.assertEqual(len(lines), 1, lines)
+                line = lines[0]
+                self.assertIn("request failed:", line)
+                self.assertIn("status=502", line)
+                self.assertIn("outcome=upstream_error", line)
+                self.assertIn('stage="connecting"', line)
+                self.assertIn("refused the connection", line)
 
 
 class TestBackendNotIdentified(StreamChecks, unittest.TestCase):

@@ -465,6 +465,36 @@ class ClientTransferEncoding(_Scripted, unittest.TestCase):
         self.assertIn("gzip\tfoo", err["message"])
         self.assertIn(b"gzip\\tfoo", data)
 
+    def test_invalid_utf8_in_the_message_is_replaced(self):
+        # A field value may hold any byte from 0x80 up (obs-text, RFC 9110 §5.5); quoted as it
+        # is, a lone \xff or a cut-off sequence made the body invalid UTF-8, which strict JSON
+        # parsers refuse (RFC 8259 §8.1). Each such byte becomes U+FFFD.
+        data = self.send(b"Transfer-Encoding: gz\xffip\t\xc3, chunked\r\n", b"0\r\n\r\n")
+        _, _, body = data.partition(b"\r\n\r\n")
+        body.decode("utf-8")  # strict: raises on invalid UTF-8
+        err = self.assert_refused(data, 501, "Transfer-Encoding")
+        self.assertIn("gz\ufffdip\t\ufffd", err["message"])
+        # The operator sees the refusal too: one warn line with the reason (no id: no exchange
+        # began).
+        wait_until(lambda: 'status=501 outcome=rejected message="the transfer coding gz\ufffdip'
+                           in self.proxy.stderr_text(), 2.0,
+                   what="the warn line of the refusal")
+
+    def test_a_refusal_on_a_known_route_is_in_the_clients_dialect(self):
+        # The request line names the route, so its client reads its own dialect's error shape.
+        def send(path: bytes) -> bytes:
+            return raw(self.port, b"POST " + path + b" HTTP/1.1\r\nHost: x\r\n"
+                       b"Content-Type: application/json\r\n"
+                       b"Transfer-Encoding: gz\xffip, chunked\r\n\r\n0\r\n\r\n")
+        for path, check in ((b"/api/chat", lambda e: e["error"]),
+                            (b"/v1/messages", lambda e: e["error"]["message"]),
+                            (b"/generate_stream", lambda e: e["error"])):
+            with self.subTest(path=path):
+                data = send(path)
+                head, _, body = data.partition(b"\r\n\r\n")
+                self.assertIn(b" 501 ", head.split(b"\r\n")[0], data[:300])
+                self.assertIn("gz\ufffdip", check(json.loads(body.decode("utf-8"))))
+
     def test_chunked_with_extensions_and_trailers_still_works(self):
         self.route(CMPL, lambda req: raw_reply(200, completion(answer_for(req))))
         json_body = json.dumps(cmpl_body("chunked request")).encode()

@@ -238,6 +238,69 @@ class TestDisconnectWholeAnswer(unittest.TestCase):
                 self.assertEqual(self.metric("infergate_requests_total", route=route,
                                              outcome="ok"), 0)
 
+    def test_client_leaves_after_pipelining_a_request(self):
+        # The bytes of a pipelined second request arrive while the backend works on the first;
+        # the client then closes. The watch must keep those bytes and watch on: before, it
+        # fired once (on the bytes) and the disconnect went unnoticed until the answer was
+        # written, 3 s later, to nobody.
+        rid = "leave-after-pipelining"
+        body = json.dumps(make_body(CMPL, "pipelined then gone", 4, "emu-leave")).encode()
+
+        def req(request_id: str, ttft_ms: str) -> bytes:
+            return (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                    b"Content-Type: application/json\r\nX-Request-Id: " + request_id.encode() +
+                    b"\r\nX-Emulator-TTFT-Ms: " + ttft_ms.encode() +
+                    b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+        in_flight = self.metric("infergate_requests_in_flight")
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        try:
+            sock.sendall(req(rid, "3000"))
+            wait_until(lambda: self.metric("infergate_requests_in_flight") >= in_flight + 1,
+                       timeout=3, what="the request to be in flight")
+            sock.sendall(req(rid + "-next", "0"))
+            time.sleep(0.3)  # the proxy sees the second request's bytes while the first runs
+        finally:
+            sock.close()
+        t_close = time.monotonic()
+        line = wait_until(lambda: self.log_line(rid), timeout=2.5,
+                          what="the access-log line of the request abandoned after pipelining")
+        self.assertLess(time.monotonic() - t_close, 2.0)
+        self.assertEqual(line["outcome"], "client_disconnect", line)
+        self.assertEqual(line["status"], 499, line)
+        self.assertEqual(line["bytes_out"], 0, line)
+        # The pipelined request had no connection to be answered on.
+        time.sleep(0.2)
+        self.assertIsNone(self.log_line(rid + "-next"))
+
+    def test_pipelined_requests_are_answered_in_order(self):
+        # The watch reads a pipelined request while the first runs; it must reach the session.
+        bodies = [json.dumps(make_body(CMPL, f"pipelined {i}", 3, "emu-leave")).encode()
+                  for i in range(3)]
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
+            for i, body in enumerate(bodies):
+                sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                             b"Content-Type: application/json\r\nX-Emulator-TTFT-Ms: 300\r\n"
+                             b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+                time.sleep(0.1)
+            data = b""
+            answers = []
+            while len(answers) < 3:
+                head_end = data.find(b"\r\n\r\n")
+                if head_end >= 0:
+                    head = data[:head_end].decode()
+                    length = int(re.search(r"(?i)content-length: *(\d+)", head).group(1))
+                    if len(data) >= head_end + 4 + length:
+                        self.assertIn(" 200 ", head.split("\r\n")[0], head)
+                        answers.append(json.loads(data[head_end + 4:head_end + 4 + length]))
+                        data = data[head_end + 4 + length:]
+                        continue
+                chunk = sock.recv(65536)
+                self.assertTrue(chunk, f"connection closed after {len(answers)} answers")
+                data += chunk
+        for i, got in enumerate(answers):
+            self.assertEqual(text_of(CMPL, got),
+                             reference_text(self.emu, CMPL, f"pipelined {i}", 3))
 
 class _Concurrency(StreamChecks):
     DIALECT = ""
