@@ -221,10 +221,10 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
     const translators::Codec& back = translators::codec_for(pairing.back);
     back_name_ = canonical::to_string(pairing.back);
     const bool same = pairing.fast_path;
-    if (req.request_ids.empty() && dialect == canonical::Dialect::sglang && !same) {
-        // SGLang clients read meta_info.id; give every choice one.
-        const size_t count = std::max<size_t>(1, req.prompts.size()) *
-                             static_cast<size_t>(std::max(1, req.sampling.n));
+    if (!same) {
+        // Ids the client's dialect reads per choice (SGLang's meta_info.id); the fast path
+        // relays the backend's own.
+        const size_t count = front.choice_ids_wanted(req);
         for (size_t i = 0; i < count; ++i) {
             req.request_ids.push_back(worker_.random_hex(32));
         }

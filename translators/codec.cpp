@@ -40,6 +40,10 @@ std::string_view Codec::id_prefix() const {
     return "cmpl-";
 }
 
+size_t Codec::choice_ids_wanted(const GenerationRequest&) const {
+    return 0;
+}
+
 void Codec::init_client_stream(StreamState&, const GenerationRequest&) const {}
 
 void Codec::response_headers(const GenerationResult&, HeaderList&) const {}

@@ -95,6 +95,10 @@ public:
     virtual void prepare_request(GenerationRequest& req, std::string_view path) const;
     // The prefix of the response ids the proxy makes up for this dialect's clients ("cmpl-").
     virtual std::string_view id_prefix() const;
+    // How many per-choice ids (GenerationRequest::request_ids) the proxy makes up for `req` when
+    // the answer is translated: a dialect whose clients read one id per choice (SGLang's
+    // meta_info.id, one per prompt and sample) and whose request named none. Default: 0.
+    virtual size_t choice_ids_wanted(const GenerationRequest& req) const;
     // Completes the encoder state the proxy filled (id, model, n, usage wishes, logprobs) with
     // what only this dialect needs from `req` (vLLM legacy: the prompt it echoes). Default:
     // nothing.

@@ -71,6 +71,9 @@ TEST_CASE("codec hooks: the defaults change nothing") {
         c.init_upstream_stream(dec, req);
         CHECK(dec.prompt.empty());
         CHECK_FALSE(dec.max_tokens);
+        if (d != Dialect::sglang) {  // tests/translators/sglang/codec_test.cpp
+            CHECK(c.choice_ids_wanted(req) == 0);
+        }
         std::vector<StreamEvent> events;
         c.decode_stream_end(dec, events);
         CHECK(events.empty());  // no terminator seen: the proxy reports a truncation
