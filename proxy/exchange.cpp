@@ -1,7 +1,5 @@
 #include "proxy/exchange.hpp"
 
-#include <charconv>
-
 #include "proxy/exchange_detail.hpp"
 #include "proxy/log.hpp"
 #include "proxy/pairing.hpp"
@@ -14,8 +12,6 @@
 #include "translators/framing/framing.hpp"
 #include "translators/openai/codec.hpp"
 #include "translators/openai/passthrough.hpp"
-#include "translators/tgi/codec.hpp"
-#include "translators/vllm_legacy/codec.hpp"
 
 namespace infergate {
 
@@ -150,15 +146,6 @@ RouteLabel route_label(canonical::Dialect d) {
     return RouteLabel::openai_completions;
 }
 
-// The id prefix each dialect's clients expect.
-std::string_view id_prefix(canonical::Dialect d) {
-    switch (d) {
-        case canonical::Dialect::openai_chat: return "chatcmpl-";
-        case canonical::Dialect::anthropic: return "msg_";
-        default: return "cmpl-";
-    }
-}
-
 int64_t unix_seconds() {
     return std::chrono::duration_cast<std::chrono::seconds>(
                std::chrono::system_clock::now().time_since_epoch())
@@ -200,13 +187,7 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
         co_return co_await send_error(front, decoded.error());
     }
     canonical::GenerationRequest& req = decoded.value();
-    if (dialect == canonical::Dialect::tgi) {
-        translators::tgi::mark_route(req, path);
-        // return_full_text: the TGI encoder puts the prompt in front itself, so the backend is
-        // asked for the generation only (most engines cannot echo).
-        full_text_ = req.echo;
-        req.echo = false;
-    }
+    front.prepare_request(req, path);
     model_label_ = client_model(req);
     record_.model_slot = worker_.metrics_registry().model_slot(model_label_);
     const BackendInfo& info = worker_.backend();
@@ -236,10 +217,10 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
     const translators::Codec& back = translators::codec_for(pairing.back);
     back_name_ = canonical::to_string(pairing.back);
     const bool same = pairing.fast_path;
-    if (req.request_ids.empty() && dialect == canonical::Dialect::sglang && !same) {
-        // SGLang clients read meta_info.id; give every choice one.
-        const size_t count = std::max<size_t>(1, req.prompts.size()) *
-                             static_cast<size_t>(std::max(1, req.sampling.n));
+    if (!same) {
+        // Ids the client's dialect reads per choice (SGLang's meta_info.id); the fast path
+        // relays the backend's own.
+        const size_t count = front.choice_ids_wanted(req);
         for (size_t i = 0; i < count; ++i) {
             req.request_ids.push_back(worker_.random_hex(32));
         }
@@ -259,7 +240,7 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
 canonical::StreamState Exchange::client_stream_state(const translators::Codec& front,
                                                      const canonical::GenerationRequest& req) {
     canonical::StreamState enc;
-    enc.id = std::string(id_prefix(front.dialect())) + worker_.random_hex(32);
+    enc.id = std::string(front.id_prefix()) + worker_.random_hex(32);
     enc.model = client_model(req);
     enc.created = unix_seconds();
     enc.n = req.sampling.n;
@@ -269,9 +250,7 @@ canonical::StreamState Exchange::client_stream_state(const translators::Codec& f
     enc.max_tokens = req.sampling.max_tokens;
     enc.request_ids = req.request_ids;
     canonical::set_logprob_request(enc, req);
-    if (front.dialect() == canonical::Dialect::vllm_legacy && !req.prompts.empty()) {
-        translators::vllm_legacy::set_stream_prompt(enc, req.prompts.front().text);
-    }
+    front.init_client_stream(enc, req);
     return enc;
 }
 
@@ -326,12 +305,6 @@ void Exchange::encode_client_response(const translators::Codec& front,
                                       canonical::GenerationResult& result,
                                       const canonical::GenerationRequest& req, std::string& out) {
     result.timing = measured_timing();
-    if (full_text_) {
-        canonical::GenerationRequest with_prompt = req;
-        with_prompt.echo = true;
-        front.encode_response(result, with_prompt, out);
-        return;
-    }
     front.encode_response(result, req, out);
 }
 
@@ -387,6 +360,24 @@ bool accepts_stream_options(const BackendInfo& info, const config::Backend& back
     const std::string& host = backend.url.host;
     return host == "api.openai.com" || host.ends_with(".openai.azure.com");
 }
+
+// The backend's response headers the proxy's parser keeps, for Codec::read_response_headers.
+class KeptHeaders final : public translators::ResponseHeaders {
+public:
+    explicit KeptHeaders(const UpstreamResponseParser& parser) : parser_(parser) {}
+    std::string_view find(std::string_view name) const override {
+        if (name == "x-prompt-tokens") {
+            return parser_.prompt_tokens();
+        }
+        if (name == "content-type") {
+            return parser_.content_type();
+        }
+        return {};
+    }
+
+private:
+    const UpstreamResponseParser& parser_;
+};
 
 void apply_to_result(const canonical::StreamEvent& ev, canonical::GenerationResult& result) {
     if (ev.type == canonical::StreamEvent::Type::usage) {
@@ -526,17 +517,7 @@ Task<bool> Exchange::relay_whole(const translators::Codec& front, const translat
         }
         canonical::GenerationResult& r = result.value();
         canonical::StopTrimmer(stops_left_in_text(worker_.backend(), back, req)).apply(r);
-        if (back.dialect() == canonical::Dialect::tgi && !r.usage.prompt_tokens) {
-            // TGI's /generate tells the prompt's length only in a header.
-            const std::string_view h = upstream_->parser->prompt_tokens();
-            int64_t v = 0;
-            if (!h.empty() && std::from_chars(h.data(), h.data() + h.size(), v).ec == std::errc()) {
-                r.usage.prompt_tokens = v;
-                if (r.choices.size() == 1 && !r.choices[0].usage.prompt_tokens) {
-                    r.choices[0].usage.prompt_tokens = v;
-                }
-            }
-        }
+        back.read_response_headers(KeptHeaders(*upstream_->parser), r);
         note_usage(r.usage);
         r.model = client_model(req);
         r.created = unix_seconds();
@@ -544,21 +525,9 @@ Task<bool> Exchange::relay_whole(const translators::Codec& front, const translat
             r.choices[i].id = req.request_ids[i];
         }
         if (r.id.empty() || front.dialect() != back.dialect()) {
-            r.id = std::string(id_prefix(front.dialect())) + worker_.random_hex(32);
+            r.id = std::string(front.id_prefix()) + worker_.random_hex(32);
         }
-        if (front.dialect() == canonical::Dialect::tgi) {
-            // TGI's /generate reports the counts in headers too (the prompt's only there).
-            const canonical::Usage& u = r.choices.size() == 1 && r.choices[0].usage.prompt_tokens
-                                            ? r.choices[0].usage
-                                            : r.usage;
-            if (u.prompt_tokens) {
-                extra_headers_.emplace_back("x-prompt-tokens", std::to_string(*u.prompt_tokens));
-            }
-            if (u.completion_tokens) {
-                extra_headers_.emplace_back("x-generated-tokens",
-                                            std::to_string(*u.completion_tokens));
-            }
-        }
+        front.response_headers(r, extra_headers_);
         std::string out;
         encode_client_response(front, r, req, out);
         co_return co_await send(http::status::ok, std::move(out));
@@ -743,19 +712,7 @@ Task<bool> Exchange::relay_stream(const translators::Codec& front, const transla
     if (!req.sampling.keep_stop_str.value_or(false)) {
         dec.stop = req.sampling.stop;
     }
-    const bool legacy_back = back.dialect() == canonical::Dialect::vllm_legacy;
-    if (legacy_back && !req.prompts.empty()) {
-        translators::vllm_legacy::set_stream_prompt(dec, req.prompts.front().text);
-        // The budget the backend was sent: the client's, else its dialect's default (written
-        // explicitly upstream), else the server's own.
-        dec.max_tokens = req.sampling.max_tokens;
-        if (!dec.max_tokens) {
-            dec.max_tokens = canonical::default_max_tokens(req.dialect);
-        }
-        if (!dec.max_tokens) {
-            dec.max_tokens = canonical::default_max_tokens(canonical::Dialect::vllm_legacy);
-        }
-    }
+    back.init_upstream_stream(dec, req);
     canonical::StreamState enc = client_stream_state(front, req);
     canonical::StopTrimmer trimmer(stops_left_in_text(worker_.backend(), back, req));
 
@@ -879,10 +836,11 @@ Task<bool> Exchange::relay_stream(const translators::Codec& front, const transla
                 relay_event(ev.data, edits, strip_running && !usage_only, out);
             }
         }
-        if (message_complete && !failed && !done && legacy_back) {
-            // vLLM's demo server has no terminator: a clean end of the body is the end.
+        if (message_complete && !failed && !done) {
+            // A clean end of the body without a terminator: the end for a dialect that has none
+            // (vLLM's demo server); for the others the codec adds nothing (a truncation, below).
             decoded.clear();
-            translators::vllm_legacy::decode_stream_end(dec, decoded);
+            back.decode_stream_end(dec, decoded);
             bool usage_only = false;
             for (const auto& d : decoded) {
                 if (!take(d, usage_only)) {

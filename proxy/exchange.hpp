@@ -158,7 +158,6 @@ private:
     bool keep_alive_ = true;
     bool chunked_ = true;
     std::vector<std::pair<std::string_view, std::string>> extra_headers_;  // on the next send()
-    bool full_text_ = false;  // a TGI client's return_full_text, served by its encoder
     std::string_view allow_;  // the Allow header of a 405  // false for HTTP/1.0 clients: the stream ends with the connection
 
     std::unique_ptr<Upstream> upstream_;

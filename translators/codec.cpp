@@ -34,6 +34,26 @@ std::string error_type_for(int status) {
 
 }  // namespace
 
+void Codec::prepare_request(GenerationRequest&, std::string_view) const {}
+
+std::string_view Codec::id_prefix() const {
+    return "cmpl-";
+}
+
+size_t Codec::choice_ids_wanted(const GenerationRequest&) const {
+    return 0;
+}
+
+void Codec::init_client_stream(StreamState&, const GenerationRequest&) const {}
+
+void Codec::response_headers(const GenerationResult&, HeaderList&) const {}
+
+void Codec::init_upstream_stream(StreamState&, const GenerationRequest&) const {}
+
+void Codec::decode_stream_end(StreamState&, std::vector<StreamEvent>&) const {}
+
+void Codec::read_response_headers(const ResponseHeaders&, GenerationResult&) const {}
+
 Result<Usage> Codec::check_response(std::string_view body, const GenerationRequest& req) const {
     auto decoded = decode_response(body, req);
     if (!decoded) {

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "translators/canonical/stream_state.hpp"
@@ -48,6 +49,20 @@ struct UpstreamOptions {
 // How a dialect frames a stream on the wire.
 enum class Framing { sse, ndjson };
 
+// Response headers a dialect writes beside its body: names are literals (lower case), values
+// owned.
+using HeaderList = std::vector<std::pair<std::string_view, std::string>>;
+
+// The backend's response headers, as far as the proxy keeps them (an absent or unkept header
+// reads empty). Names are lower case.
+class ResponseHeaders {
+public:
+    virtual std::string_view find(std::string_view name) const = 0;
+
+protected:
+    ~ResponseHeaders() = default;
+};
+
 class Codec {
 public:
     virtual ~Codec() = default;
@@ -73,6 +88,25 @@ public:
     virtual void encode_stream_error(const Error& error, StreamState& state,
                                      std::string& out) const = 0;
 
+    // ---- client side hooks: each runs once per request or per stream, never per byte --------
+    // Where a dialect's request needs more than its body: `path` is the route it came to (TGI:
+    // /generate never streams, /generate_stream always does, POST / may wrap its answer in an
+    // array). Runs right after decode_request. Default: nothing.
+    virtual void prepare_request(GenerationRequest& req, std::string_view path) const;
+    // The prefix of the response ids the proxy makes up for this dialect's clients ("cmpl-").
+    virtual std::string_view id_prefix() const;
+    // How many per-choice ids (GenerationRequest::request_ids) the proxy makes up for `req` when
+    // the answer is translated: a dialect whose clients read one id per choice (SGLang's
+    // meta_info.id, one per prompt and sample) and whose request named none. Default: 0.
+    virtual size_t choice_ids_wanted(const GenerationRequest& req) const;
+    // Completes the encoder state the proxy filled (id, model, n, usage wishes, logprobs) with
+    // what only this dialect needs from `req` (vLLM legacy: the prompt it echoes). Default:
+    // nothing.
+    virtual void init_client_stream(StreamState& state, const GenerationRequest& req) const;
+    // Appends the headers a whole (non-streaming) response carries beside its body in this
+    // dialect (TGI: the token counts). Default: none.
+    virtual void response_headers(const GenerationResult& result, HeaderList& out) const;
+
     // ---- upstream side ---------------------------------------------------------------------
     // The path to send `req` to on a backend speaking this dialect.
     virtual std::string_view upstream_path(const GenerationRequest& req) const = 0;
@@ -93,6 +127,20 @@ public:
                                      std::vector<StreamEvent>& out) const = 0;
     // Normalises an upstream error response (any envelope, or plain text).
     virtual Error decode_error(int status, std::string_view body) const;
+
+    // ---- upstream side hooks: each runs once per request or per stream, never per byte ------
+    // Completes the decoder state the proxy filled (n, logprobs, stops, client) with what only
+    // this dialect needs from `req` (vLLM legacy: the prompt and the token budget sent).
+    // Default: nothing.
+    virtual void init_upstream_stream(StreamState& state, const GenerationRequest& req) const;
+    // The backend ended its stream body cleanly without this dialect's terminator (the proxy
+    // has not seen a `done` event). A dialect with no terminator appends what it held back and
+    // a `done` event (vLLM legacy); idempotent. Default: nothing, so the stream is truncated.
+    virtual void decode_stream_end(StreamState& state, std::vector<StreamEvent>& out) const;
+    // Reads what a whole response tells only in its headers into `result`, after
+    // decode_response (TGI's /generate: the prompt's length). Default: nothing.
+    virtual void read_response_headers(const ResponseHeaders& headers,
+                                       GenerationResult& result) const;
 };
 
 // Never returns null: every Dialect has a codec.

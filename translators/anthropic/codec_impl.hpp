@@ -25,6 +25,7 @@ public:
     void encode_error(const Error& error, std::string& out) const override;
     void encode_stream_error(const Error& error, StreamState& state,
                              std::string& out) const override;
+    std::string_view id_prefix() const override { return "msg_"; }
 
     // Upstream side.
     std::string_view upstream_path(const GenerationRequest& req) const override;

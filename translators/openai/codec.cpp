@@ -37,6 +37,10 @@ public:
         openai::encode_stream_error(error, state, out);
     }
 
+    std::string_view id_prefix() const override {
+        return api_ == Api::chat ? "chatcmpl-" : "cmpl-";
+    }
+
     std::string_view upstream_path(const GenerationRequest& /*req*/) const override {
         return route_of(api_);
     }

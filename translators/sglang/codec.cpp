@@ -1,5 +1,7 @@
 #include "translators/sglang/codec.hpp"
 
+#include <algorithm>
+
 #include "translators/sglang/codec_impl.hpp"
 #include "translators/sglang/wire.hpp"
 
@@ -14,6 +16,15 @@ std::string_view SglangCodec::upstream_path(const GenerationRequest& /*req*/) co
     // Chat requests never reach this codec's encoder (encode_request refuses them); the proxy
     // sends them to SGLang's OpenAI route instead.
     return "/generate";
+}
+
+size_t SglangCodec::choice_ids_wanted(const GenerationRequest& req) const {
+    // SGLang clients read meta_info.id: every choice gets one unless the request named them.
+    if (!req.request_ids.empty()) {
+        return 0;
+    }
+    return std::max<size_t>(1, req.prompts.size()) *
+           static_cast<size_t>(std::max(1, req.sampling.n));
 }
 
 void SglangCodec::encode_error(const Error& error, std::string& out) const {

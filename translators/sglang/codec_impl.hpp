@@ -21,6 +21,7 @@ public:
     void encode_error(const Error& error, std::string& out) const override;
     void encode_stream_error(const Error& error, StreamState& state,
                              std::string& out) const override;
+    size_t choice_ids_wanted(const GenerationRequest& req) const override;
 
     // Upstream side.
     std::string_view upstream_path(const GenerationRequest& req) const override;

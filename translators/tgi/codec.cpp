@@ -1,7 +1,9 @@
 #include "translators/tgi/codec.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <string>
 
 #include "translators/canonical/logprobs.hpp"
 
@@ -42,6 +44,52 @@ bool uses_compat_route(const GenerationRequest& req) {
         }
     }
     return false;
+}
+
+bool wants_full_text(const GenerationRequest& req) {
+    if (req.echo) {
+        return true;
+    }
+    return std::any_of(req.extras.begin(), req.extras.end(),
+                       [](const canonical::Extra& e) { return e.key == kFullTextExtra; });
+}
+
+void TgiCodec::prepare_request(GenerationRequest& req, std::string_view path) const {
+    mark_route(req, path);
+    if (req.echo) {
+        req.echo = false;
+        req.extras.push_back(canonical::Extra{std::string(kFullTextExtra), "true", true});
+    }
+}
+
+void TgiCodec::response_headers(const GenerationResult& result, HeaderList& out) const {
+    // TGI's /generate reports the counts in headers too (the prompt's only there).
+    const canonical::Usage& u = result.choices.size() == 1 && result.choices[0].usage.prompt_tokens
+                                    ? result.choices[0].usage
+                                    : result.usage;
+    if (u.prompt_tokens) {
+        out.emplace_back("x-prompt-tokens", std::to_string(*u.prompt_tokens));
+    }
+    if (u.completion_tokens) {
+        out.emplace_back("x-generated-tokens", std::to_string(*u.completion_tokens));
+    }
+}
+
+void TgiCodec::read_response_headers(const ResponseHeaders& headers,
+                                     GenerationResult& result) const {
+    if (result.usage.prompt_tokens) {
+        return;
+    }
+    // TGI's /generate tells the prompt's length only in a header.
+    const std::string_view h = headers.find("x-prompt-tokens");
+    int64_t v = 0;
+    if (h.empty() || std::from_chars(h.data(), h.data() + h.size(), v).ec != std::errc()) {
+        return;
+    }
+    result.usage.prompt_tokens = v;
+    if (result.choices.size() == 1 && !result.choices[0].usage.prompt_tokens) {
+        result.choices[0].usage.prompt_tokens = v;
+    }
 }
 
 std::string_view TgiCodec::upstream_path(const GenerationRequest& req) const {

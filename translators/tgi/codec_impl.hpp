@@ -23,6 +23,8 @@ public:
     void encode_error(const Error& error, std::string& out) const override;
     void encode_stream_error(const Error& error, StreamState& state,
                              std::string& out) const override;
+    void prepare_request(GenerationRequest& req, std::string_view path) const override;
+    void response_headers(const GenerationResult& result, HeaderList& out) const override;
 
     std::string_view upstream_path(const GenerationRequest& req) const override;
     Result<std::string> encode_request(const GenerationRequest& req,
@@ -32,6 +34,8 @@ public:
     void decode_stream_event(std::string_view data, StreamState& state,
                              std::vector<StreamEvent>& out) const override;
     Error decode_error(int status, std::string_view body) const override;
+    void read_response_headers(const ResponseHeaders& headers,
+                               GenerationResult& result) const override;
 };
 
 namespace wire {

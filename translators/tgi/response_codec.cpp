@@ -18,7 +18,7 @@ void write_one(const GenerationResult& result, const GenerationRequest& req, jso
     const Choice* c = result.choices.empty() ? nullptr : &result.choices.front();
     w.StartObject();
     wire::key(w, "generated_text");
-    if (req.echo && !req.prompts.empty()) {
+    if (wants_full_text(req) && !req.prompts.empty()) {
         // return_full_text: canonical text is the generation only, TGI prepends the prompt.
         std::string full = req.prompts.front().text;
         if (c != nullptr) {

@@ -17,15 +17,16 @@ const Codec& codec();
 // there. A connection that breaks mid-body is still a truncation.
 constexpr bool ends_at_eof() { return true; }
 
-// Call at the clean end of a vLLM-legacy upstream body (after the last record went through
-// decode_stream_event). Appends a chunk for any text still held back (a possible stop-string
-// start that turned out to be final) and then a `done` event. Idempotent via state.ended.
+// Called (through Codec::decode_stream_end) at the clean end of a vLLM-legacy upstream body (after
+// the last record went through decode_stream_event). Appends a chunk for any text still held back
+// (a possible stop-string start that turned out to be final) and then a `done` event. Idempotent
+// via state.ended.
 void decode_stream_end(StreamState& state, std::vector<StreamEvent>& out);
 
 // Both directions need the prompt text, because the wire echoes it in front of every output:
-// it lives in StreamState::prompt. The exchange sets it with set_stream_prompt(state,
-// req.prompts[0].text) on the encoder state (vLLM-legacy client) and on the decoder state
-// (vLLM-legacy backend).
+// it lives in StreamState::prompt. The codec's init_client_stream (vLLM-legacy client) and
+// init_upstream_stream (vLLM-legacy backend) set it with set_stream_prompt(state,
+// req.prompts[0].text).
 void set_stream_prompt(StreamState& state, std::string_view prompt);
 const std::string& stream_prompt(const StreamState& state);
 

@@ -26,6 +26,7 @@ public:
     void encode_error(const Error& error, std::string& out) const override;
     void encode_stream_error(const Error& error, StreamState& state,
                              std::string& out) const override;
+    void init_client_stream(StreamState& state, const GenerationRequest& req) const override;
 
     std::string_view upstream_path(const GenerationRequest& req) const override;
     Result<std::string> encode_request(const GenerationRequest& req,
@@ -34,6 +35,8 @@ public:
                                              const GenerationRequest& req) const override;
     void decode_stream_event(std::string_view data, StreamState& state,
                              std::vector<StreamEvent>& out) const override;
+    void init_upstream_stream(StreamState& state, const GenerationRequest& req) const override;
+    void decode_stream_end(StreamState& state, std::vector<StreamEvent>& out) const override;
 };
 
 namespace wire {

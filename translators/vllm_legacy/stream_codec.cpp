@@ -195,6 +195,29 @@ void decode_record(std::string_view data, StreamState& state, std::vector<Stream
 
 }  // namespace
 
+void VllmLegacyCodec::init_client_stream(StreamState& state, const GenerationRequest& req) const {
+    if (!req.prompts.empty()) {
+        set_stream_prompt(state, req.prompts.front().text);
+    }
+}
+
+void VllmLegacyCodec::init_upstream_stream(StreamState& state, const GenerationRequest& req) const {
+    if (req.prompts.empty()) {
+        return;
+    }
+    set_stream_prompt(state, req.prompts.front().text);
+    // The budget the backend was sent: the client's, else its dialect's default (written
+    // explicitly upstream), else the server's own. decode_stream_end infers a length finish
+    // from it.
+    state.max_tokens = req.sampling.max_tokens;
+    if (!state.max_tokens) {
+        state.max_tokens = canonical::default_max_tokens(req.dialect);
+    }
+    if (!state.max_tokens) {
+        state.max_tokens = canonical::default_max_tokens(Dialect::vllm_legacy);
+    }
+}
+
 void decode_stream_end(StreamState& state, std::vector<StreamEvent>& out) {
     if (state.ended) {
         return;
@@ -226,6 +249,10 @@ void decode_stream_end(StreamState& state, std::vector<StreamEvent>& out) {
     done.type = StreamEvent::Type::done;
     out.push_back(std::move(done));
     state.ended = true;
+}
+
+void VllmLegacyCodec::decode_stream_end(StreamState& state, std::vector<StreamEvent>& out) const {
+    vllm_legacy::decode_stream_end(state, out);
 }
 
 }  // namespace infergate::translators::vllm_legacy

@@ -37,3 +37,16 @@ TEST_CASE("sglang codec: upstream error envelopes (api-dialects §4.7, §10.14)"
     e = c.decode_error(500, "Internal Server Error\n");
     CHECK(e.message == "Internal Server Error");
 }
+
+TEST_CASE("sglang choice_ids_wanted: one meta_info.id per prompt and sample, unless named") {
+    using infergate::canonical::GenerationRequest;
+    using infergate::canonical::Prompt;
+    const auto& c = infergate::translators::codec_for(infergate::canonical::Dialect::sglang);
+    GenerationRequest req;
+    CHECK(c.choice_ids_wanted(req) == 1);  // one prompt (or none yet), one sample
+    req.prompts = {Prompt{"a", {}, false}, Prompt{"b", {}, false}};
+    req.sampling.n = 3;
+    CHECK(c.choice_ids_wanted(req) == 6);
+    req.request_ids = {"x", "y", "z", "u", "v", "w"};
+    CHECK(c.choice_ids_wanted(req) == 0);  // the client's own rid
+}
