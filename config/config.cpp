@@ -371,6 +371,26 @@ std::vector<std::string> validate(const Config& c) {
     return errors;
 }
 
+std::string yaml_quote(std::string_view text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out = "\"";
+    for (const char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == '"' || c == '\\') {
+            out.push_back('\\');
+            out.push_back(ch);
+        } else if (c < 0x20 || c == 0x7f) {
+            out.append("\\x");
+            out.push_back(kHex[c >> 4]);
+            out.push_back(kHex[c & 15]);
+        } else {
+            out.push_back(ch);
+        }
+    }
+    out.push_back('"');
+    return out;
+}
+
 LoadResult load_yaml_text(std::string_view text) {
     Reader r;
     Config c;

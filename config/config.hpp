@@ -91,6 +91,11 @@ struct LoadResult {
     std::vector<std::string> notes;
 };
 
+// `text` as a YAML double-quoted scalar, quotes included: backslash, quote and control
+// characters escaped, so that any command-line value (the config-free start writes its YAML
+// from them) is read back as exactly that string.
+std::string yaml_quote(std::string_view text);
+
 LoadResult load_yaml_file(const std::string& path);
 LoadResult load_yaml_text(std::string_view text);
 

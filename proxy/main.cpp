@@ -150,22 +150,26 @@ int main(int argc, char** argv) {
         }
         loaded = config::load_yaml_file(config_path);
     } else {
-        std::string yaml = "backends:\n  - url: \"" +
-                           (upstream.empty() ? std::string("http://127.0.0.1:8000") : upstream) +
-                           "\"\n    dialect: \"" + (dialect.empty() ? "auto" : dialect) + "\"\n";
+        // Every value quoted as YAML reads it back exactly (a quote or backslash in an alias
+        // then meets the config's own check, which names it, not a YAML syntax error).
+        using config::yaml_quote;
+        std::string yaml =
+            "backends:\n  - url: " +
+            yaml_quote(upstream.empty() ? std::string("http://127.0.0.1:8000") : upstream) +
+            "\n    dialect: " + yaml_quote(dialect.empty() ? "auto" : dialect) + "\n";
         if (!model.empty()) {
-            yaml += "    model: \"" + model + "\"\n";
+            yaml += "    model: " + yaml_quote(model) + "\n";
         }
         if (!api_key_env.empty()) {
-            yaml += "    api_key_env: \"" + api_key_env + "\"\n";
+            yaml += "    api_key_env: " + yaml_quote(api_key_env) + "\n";
         }
         if (!tls_ca_file.empty()) {
-            yaml += "    tls_ca_file: \"" + tls_ca_file + "\"\n";
+            yaml += "    tls_ca_file: " + yaml_quote(tls_ca_file) + "\n";
         }
         if (!aliases.empty()) {
             yaml += "models:\n  aliases:\n";
             for (const auto& a : aliases) {
-                yaml += "    \"" + a.name + "\": \"" + a.target + "\"\n";
+                yaml += "    " + yaml_quote(a.name) + ": " + yaml_quote(a.target) + "\n";
             }
         }
         loaded = config::load_yaml_text(yaml);

@@ -208,3 +208,24 @@ models: {aliases: {'llama3.2:latest': 'org/model-v1.5_q4', 'gpt-4o': 'x'}}
 )");
     CHECK(ok.config);
 }
+
+TEST_CASE("yaml_quote: any command-line value reads back as itself") {
+    using infergate::config::yaml_quote;
+    CHECK(yaml_quote("m") == "\"m\"");
+    CHECK(yaml_quote("a\"b") == "\"a\\\"b\"");
+    CHECK(yaml_quote("a\\b") == "\"a\\\\b\"");
+    CHECK(yaml_quote("a\nb\x01") == "\"a\\x0ab\\x01\"");
+    for (const std::string value :
+         {"plain", "colon: x", "# not a comment", "- dash", "h\xc3\xa9", "{[&*!|>'%@`]}"}) {
+        const auto loaded = infergate::config::load_yaml_text(
+            "backends:\n  - url: \"http://127.0.0.1:1\"\n    model: " + yaml_quote(value) + "\n");
+        REQUIRE_MESSAGE(loaded.config != nullptr, value);
+        CHECK(loaded.config->backends.at(0).model == value);
+    }
+    // A name the config refuses reaches its check, which names it (not a YAML syntax error).
+    const auto refused = infergate::config::load_yaml_text(
+        "backends:\n  - url: \"http://127.0.0.1:1\"\n    model: " + yaml_quote("a\"b") + "\n");
+    REQUIRE(refused.config == nullptr);
+    REQUIRE_FALSE(refused.errors.empty());
+    CHECK(refused.errors[0].find("backends[0].model") != std::string::npos);
+}

@@ -42,6 +42,17 @@ class CliTest(unittest.TestCase):
         self.assertIn("backends[0].url: 'ftp://x' is not an http:// or https:// URL", r.stderr)
         self.assertIn("backends[0].dialect: must be one of auto, openai (alias vllm), sglang, tgi", r.stderr)
 
+    def test_flag_values_are_quoted_into_the_config(self):
+        # The config-free start writes its YAML from the flags: a quote in a value must reach the
+        # config's own check (which names it), not break the YAML.
+        r = run("--upstream", "http://127.0.0.1:1", "--alias", 'a"b=c', "--check-config")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn('models.aliases.a"b', r.stderr)
+        self.assertNotIn("end of map", r.stderr)
+        r = run("--upstream", "http://127.0.0.1:1", "--model", "m: x # y", "--alias",
+                "n # z=m: x # y", "--check-config")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
     def test_bad_config_file_lists_every_error(self):
         with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
             f.write("threads: 0\nbackends:\n  - url: http://h:1\n    timeouts: {connect_ms: 0}\n"
