@@ -1,102 +1,19 @@
+// Reads each server's answers on its info routes and decides the backend's dialect and model.
 #include "proxy/backend_probe.hpp"
 
 #include <optional>
 #include <vector>
 
-#include "proxy/upstream_parser.hpp"
+#include "proxy/backend_probe_http.hpp"
 #include "translators/canonical/json.hpp"
 
 namespace infergate {
 
 namespace {
 
-struct Reply {
-    beast::error_code ec;
-    int status = 0;
-    std::string server;
-    std::string body;
-};
-
-Task<Reply> get(UpstreamPool& pool, const std::string& path) {
-    Reply reply;
-    bool reused = false;
-    auto conn = co_await pool.acquire(reply.ec, reused);
-    if (reply.ec) {
-        co_return reply;
-    }
-    const auto& url = pool.backend().url;
-    http::request<http::empty_body> req{http::verb::get, url.base_path + path, 11};
-    req.set(http::field::host, url.authority());
-    req.set(http::field::user_agent, "infergate-probe");
-    if (!pool.backend().api_key.empty()) {
-        // The dialect is not known yet: the key goes in both servers' headers.
-        req.set(http::field::authorization, "Bearer " + pool.backend().api_key);
-        req.set("x-api-key", pool.backend().api_key);
-    }
-    req.set("anthropic-version", "2023-06-01");
-    req.set(http::field::accept_encoding, "identity");  // the body is parsed here
-    // One 5 s budget for the request and the response.
-    conn->deadline().arm(std::chrono::seconds(5));
-    auto [wec, wn] = co_await conn->visit([&](auto& s) { return http::async_write(s, req, use_nothrow); });
-    if (wec) {
-        reply.ec = conn->settle(wec);
-        co_return reply;
-    }
-    // The head as every backend call reads it (interim 1xx responses skipped), then the body.
-    std::optional<http::response_parser<http::string_body>> parser;
-    auto rec = co_await conn->visit([&](auto& s) {
-        return read_final_head(s, conn->buffer(), parser,
-                               [](auto& p) { p.body_limit(1024 * 1024); });
-    });
-    if (!rec) {
-        auto [bec, bn] = co_await conn->visit(
-            [&](auto& s) { return http::async_read(s, conn->buffer(), *parser, use_nothrow); });
-        rec = bec;
-    }
-    if (auto ec = conn->settle(rec)) {
-        reply.ec = ec;
-        co_return reply;
-    }
-    reply.status = parser->get().result_int();
-    reply.server = std::string(parser->get()[http::field::server]);
-    reply.body = parser->get().body();
-    if (parser->keep_alive()) {
-        pool.release(std::move(conn));
-    }
-    co_return reply;
-}
-
-}  // namespace
-
-namespace {
-
 using D = config::BackendDialect;
-
-// One probed route: its answer, and a verdict for the message that explains the decision.
-struct Route {
-    std::string path;
-    Reply reply;
-    json::Document doc;  // the body when the answer is a 200 with a JSON object; null otherwise
-    std::string verdict;
-};
-
-Task<void> fetch(UpstreamPool& pool, Route& route, std::string path) {
-    route.path = std::move(path);
-    route.reply = co_await get(pool, route.path);
-    const Reply& r = route.reply;
-    if (r.ec || r.status != 200 || json::parse(r.body, route.doc, "probe answer") ||
-        !route.doc.IsObject()) {
-        route.doc.SetNull();
-    }
-    if (r.ec) {
-        route.verdict = r.ec.message();
-    } else if (r.status != 200) {
-        route.verdict = "HTTP " + std::to_string(r.status);
-        if (r.status == 401 || r.status == 403) {
-            route.verdict += " (it wants a key: --api-key-env, backends[].api_key_env)";
-        }
-    }
-}
+using probe::fetch;
+using probe::Route;
 
 bool answered_200(const Route& r) {
     return !r.reply.ec && r.reply.status == 200;

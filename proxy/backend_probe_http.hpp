@@ -1,0 +1,32 @@
+#pragma once
+// The probe's HTTP calls: one GET of an info route through the backend's pool, kept with its
+// parsed body and a verdict. Internal to backend_probe.cpp and backend_probe_http.cpp.
+
+#include <string>
+
+#include "proxy/net.hpp"
+#include "proxy/upstream_pool.hpp"
+#include "translators/canonical/json.hpp"
+
+namespace infergate::probe {
+
+struct Reply {
+    beast::error_code ec;
+    int status = 0;
+    std::string server;
+    std::string body;
+};
+
+// One probed route: its answer, and a verdict for the message that explains the decision.
+struct Route {
+    std::string path;
+    Reply reply;
+    json::Document doc;  // the body when the answer is a 200 with a JSON object; null otherwise
+    std::string verdict;
+};
+
+// GETs `path` and fills `route`: the reply, its JSON object body (else null) and, for a failure
+// or a status other than 200, the verdict.
+Task<void> fetch(UpstreamPool& pool, Route& route, std::string path);
+
+}  // namespace infergate::probe

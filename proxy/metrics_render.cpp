@@ -1,0 +1,357 @@
+// Metrics::render(): sums every worker's counters and histograms into prometheus-cpp families
+// and writes the text exposition served on /metrics.
+#include "proxy/metrics.hpp"
+
+#include <limits>
+#include <ostream>
+#include <streambuf>
+#include <utility>
+
+#include <prometheus/client_metric.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
+
+#include "proxy/metrics_layout.hpp"
+#include "proxy/version.hpp"
+
+namespace infergate {
+
+namespace {
+
+using namespace metrics_detail;
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+std::string_view operation_name(size_t route) {
+    // OpenTelemetry's gen_ai.operation.name values.
+    switch (static_cast<RouteLabel>(route)) {
+        case RouteLabel::openai_chat:
+        case RouteLabel::ollama_chat:
+        case RouteLabel::anthropic_messages:
+            return "chat";
+        default:
+            return "text_completion";
+    }
+}
+
+// Appends straight to a string reserved to the last scrape's size: std::ostringstream would grow
+// by doubling (copying a megabyte several times) and copy the result once more in str().
+class StringSink : public std::streambuf {
+public:
+    explicit StringSink(std::string& out) : out_(out) {}
+
+protected:
+    std::streamsize xsputn(const char* s, std::streamsize n) override {
+        out_.append(s, static_cast<size_t>(n));
+        return n;
+    }
+    int_type overflow(int_type c) override {
+        if (!traits_type::eq_int_type(c, traits_type::eof())) {
+            out_.push_back(traits_type::to_char_type(c));
+        }
+        return traits_type::not_eof(c);
+    }
+
+private:
+    std::string& out_;
+};
+
+ClientMetric::Label label(std::string_view name, std::string_view value) {
+    return ClientMetric::Label{std::string(name), std::string(value)};
+}
+
+MetricFamily family(std::string name, std::string help, MetricType type) {
+    MetricFamily f;
+    f.name = std::move(name);
+    f.help = std::move(help);
+    f.type = type;
+    return f;
+}
+
+}  // namespace
+
+std::string Metrics::render() const {
+    const size_t models = model_names_.size();
+    const size_t series_count = kRoutes * models;
+    const bool has_discovered = discovered();
+    std::vector<MetricFamily> out;
+    out.reserve(20);
+
+    // Label values per [route][model] series. An unset discovered slot holds nothing (nobody is
+    // handed its index before it is set) and its name must not be read yet.
+    auto series_live = [&](size_t s) {
+        return has_discovered || s % models != static_cast<size_t>(discovered_slot_);
+    };
+    auto model_of = [&](size_t s) -> const std::string& { return model_names_[s % models]; };
+    auto route_of = [&](size_t s) { return to_string(static_cast<RouteLabel>(s / models)); };
+    auto infergate_labels = [&](size_t s) {
+        return std::vector<ClientMetric::Label>{label("route", route_of(s)),
+                                                label("backend", backend_name_),
+                                                label("model", model_of(s))};
+    };
+    auto gen_ai_labels = [&](size_t s) {
+        return std::vector<ClientMetric::Label>{
+            label("gen_ai_operation_name", operation_name(s / models)),
+            label("gen_ai_request_model", model_of(s)), label("route", route_of(s)),
+            label("backend", backend_name_)};
+    };
+
+    // Sums one histogram (`of` picks it out of a worker) over the workers; false when nothing was
+    // observed.
+    auto sum_histogram = [&](auto of, std::span<const double> bounds, ClientMetric& m) {
+        std::vector<uint64_t> counts(bounds.size() + 1, 0);
+        double sum = 0;
+        for (const auto& w : workers_) {
+            const WorkerMetrics::Histogram& h = of(*w);
+            for (size_t i = 0; i < counts.size(); ++i) {
+                counts[i] += h.buckets[i].get();
+            }
+            sum += h.sum.load(std::memory_order_relaxed);
+        }
+        auto& hist = m.histogram;
+        hist.bucket.resize(counts.size());
+        uint64_t cumulative = 0;
+        for (size_t i = 0; i < counts.size(); ++i) {
+            cumulative += counts[i];
+            hist.bucket[i].cumulative_count = cumulative;
+            hist.bucket[i].upper_bound =
+                i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity();
+        }
+        hist.sample_count = cumulative;
+        hist.sample_sum = sum;
+        return cumulative > 0;
+    };
+    auto sum_counter = [&](auto array, size_t index) {
+        uint64_t total = 0;
+        for (const auto& w : workers_) {
+            total += ((*w).*array)[index].get();
+        }
+        return total;
+    };
+
+    {
+        MetricFamily f =
+            family("infergate_build_info",
+                   "infergate's version and git commit (value is always 1).", MetricType::Gauge);
+        ClientMetric m;
+        m.label = {label("version", kVersion), label("commit", kGitCommit)};
+        m.gauge.value = 1;
+        f.metric.push_back(std::move(m));
+        out.push_back(std::move(f));
+    }
+    {
+        MetricFamily f = family("infergate_requests_total",
+                                "Generation requests finished, by route, backend, model, outcome "
+                                "and status class.",
+                                MetricType::Counter);
+        for (size_t s = 0; s < series_count; ++s) {
+            if (!series_live(s)) {
+                continue;
+            }
+            for (size_t o = 0; o < kOutcomes; ++o) {
+                for (size_t c = 0; c < kStatusClassCount; ++c) {
+                    const uint64_t v = sum_counter(&WorkerMetrics::requests_,
+                                                   (s * kOutcomes + o) * kStatusClassCount + c);
+                    if (v == 0) {
+                        continue;
+                    }
+                    ClientMetric m;
+                    m.label = infergate_labels(s);
+                    m.label.push_back(label("outcome", to_string(static_cast<OutcomeLabel>(o))));
+                    m.label.push_back(label("status_class", kStatusClasses[c]));
+                    m.counter.value = static_cast<double>(v);
+                    f.metric.push_back(std::move(m));
+                }
+            }
+        }
+        out.push_back(std::move(f));
+    }
+    {
+        // Finished first (acquire), started second: every finish seen has its start visible, so
+        // the difference is never negative.
+        uint64_t finished = 0;
+        uint64_t started = 0;
+        for (const auto& w : workers_) {
+            finished += w->finished_.v.load(std::memory_order_acquire);
+        }
+        for (const auto& w : workers_) {
+            started += w->started_.get();
+        }
+        MetricFamily f =
+            family("infergate_requests_in_flight",
+                   "Generation requests received and not yet finished.", MetricType::Gauge);
+        ClientMetric m;
+        m.gauge.value = started > finished ? static_cast<double>(started - finished) : 0.0;
+        f.metric.push_back(std::move(m));
+        out.push_back(std::move(f));
+    }
+
+    // Per [route][model] histograms.
+    auto per_series = [&](std::string name, std::string help, Kind k, bool gen_ai) {
+        MetricFamily f = family(std::move(name), std::move(help), MetricType::Histogram);
+        for (size_t s = 0; s < series_count; ++s) {
+            if (!series_live(s)) {
+                continue;
+            }
+            ClientMetric m;
+            const size_t index = k * series_count + s;
+            if (!sum_histogram(
+                    [index](const WorkerMetrics& w) -> const WorkerMetrics::Histogram& {
+                        return w.histograms_[index];
+                    },
+                    bounds_of(k), m)) {
+                continue;
+            }
+            m.label = gen_ai ? gen_ai_labels(s) : infergate_labels(s);
+            f.metric.push_back(std::move(m));
+        }
+        return f;
+    };
+    out.push_back(per_series("gen_ai_client_operation_duration_seconds",
+                             "End-to-end request duration: request received to last byte sent.",
+                             kE2e, true));
+    out.push_back(per_series("gen_ai_client_operation_time_to_first_chunk_seconds",
+                             "Time to first token: request received to the first content-bearing "
+                             "chunk sent (streams only).",
+                             kTtft, true));
+    out.push_back(per_series("gen_ai_client_operation_time_per_output_chunk_seconds",
+                             "Gap between consecutive content-bearing chunks sent (streams only).",
+                             kChunk, true));
+    out.push_back(per_series("infergate_inter_token_latency_seconds",
+                             "Inter-token latency: each chunk gap divided over the tokens it "
+                             "carried, observed once per token (streams only).",
+                             kItl, false));
+    out.push_back(per_series("infergate_time_per_output_token_seconds",
+                             "Time per output token of a request: (e2e - TTFT) / (output tokens "
+                             "- 1) (streams with at least 2 output tokens).",
+                             kTpot, false));
+    {
+        MetricFamily f = family("gen_ai_client_token_usage",
+                                "Tokens per request from the backend's usage, by token type "
+                                "(input = prompt, output = completion).",
+                                MetricType::Histogram);
+        for (const auto& [k, type] :
+             {std::pair{kTokensIn, "input"}, std::pair{kTokensOut, "output"}}) {
+            MetricFamily part = per_series("", "", k, true);
+            for (ClientMetric& m : part.metric) {
+                m.label.push_back(label("gen_ai_token_type", type));
+                f.metric.push_back(std::move(m));
+            }
+        }
+        out.push_back(std::move(f));
+    }
+
+    auto token_counter = [&](std::string name, std::string help, TokenKind k) {
+        MetricFamily f = family(std::move(name), std::move(help), MetricType::Counter);
+        for (size_t s = 0; s < series_count; ++s) {
+            if (!series_live(s)) {
+                continue;
+            }
+            const uint64_t v = sum_counter(&WorkerMetrics::tokens_, s * kTokenKinds + k);
+            if (v == 0) {
+                continue;
+            }
+            ClientMetric m;
+            m.label = infergate_labels(s);
+            m.counter.value = static_cast<double>(v);
+            f.metric.push_back(std::move(m));
+        }
+        out.push_back(std::move(f));
+    };
+    token_counter("infergate_prompt_tokens_total",
+                  "Prompt (input) tokens, from the backend's usage.", kPrompt);
+    token_counter("infergate_completion_tokens_total",
+                  "Completion (output) tokens, from the backend's usage.", kCompletion);
+    token_counter("infergate_cached_prompt_tokens_total",
+                  "Prompt tokens served from the backend's prefix cache, where it reports them.",
+                  kCached);
+    {
+        MetricFamily f = family("infergate_requests_tokens_unknown_total",
+                                "Answered (2xx) requests whose token count the backend did not "
+                                "report, by token type; they are not in the token counters.",
+                                MetricType::Counter);
+        for (size_t s = 0; s < series_count; ++s) {
+            if (!series_live(s)) {
+                continue;
+            }
+            for (size_t k = 0; k < kUnknownKinds; ++k) {
+                const uint64_t v =
+                    sum_counter(&WorkerMetrics::tokens_unknown_, s * kUnknownKinds + k);
+                if (v == 0) {
+                    continue;
+                }
+                ClientMetric m;
+                m.label = infergate_labels(s);
+                m.label.push_back(label("token_type", k == kUnknownInput ? "input" : "output"));
+                m.counter.value = static_cast<double>(v);
+                f.metric.push_back(std::move(m));
+            }
+        }
+        out.push_back(std::move(f));
+    }
+
+    auto backend_histogram = [&](std::string name, std::string help,
+                                 const WorkerMetrics::Histogram WorkerMetrics::*member,
+                                 std::span<const double> bounds) {
+        MetricFamily f = family(std::move(name), std::move(help), MetricType::Histogram);
+        ClientMetric m;
+        if (sum_histogram([member](const WorkerMetrics& w)
+                              -> const WorkerMetrics::Histogram& { return w.*member; },
+                          bounds, m)) {
+            m.label = {label("backend", backend_name_)};
+            f.metric.push_back(std::move(m));
+        }
+        out.push_back(std::move(f));
+    };
+    backend_histogram("infergate_upstream_connect_seconds",
+                      "Time to open a new backend connection (TCP, and TLS for https).",
+                      &WorkerMetrics::upstream_connect_, kConnectBuckets);
+    backend_histogram("infergate_upstream_first_byte_seconds",
+                      "Request sent to the backend to its response header received.",
+                      &WorkerMetrics::upstream_first_byte_, kTtftBuckets);
+    {
+        MetricFamily f = family("infergate_upstream_errors_total", "Failed backend calls, by kind.",
+                                MetricType::Counter);
+        for (size_t k = 0; k < kErrorKinds; ++k) {
+            uint64_t v = 0;
+            for (const auto& w : workers_) {
+                v += w->upstream_errors_[k].get();
+            }
+            ClientMetric m;
+            m.label = {label("backend", backend_name_),
+                       label("kind", to_string(static_cast<UpstreamErrorKind>(k)))};
+            m.counter.value = static_cast<double>(v);
+            f.metric.push_back(std::move(m));
+        }
+        out.push_back(std::move(f));
+    }
+    {
+        MetricFamily f = family("infergate_overhead_seconds",
+                                "Time spent inside infergate per request: e2e minus the time "
+                                "waiting for the backend and for client writes.",
+                                MetricType::Histogram);
+        for (size_t r = 0; r < kRoutes; ++r) {
+            ClientMetric m;
+            if (!sum_histogram([r](const WorkerMetrics& w)
+                                   -> const WorkerMetrics::Histogram& { return w.overhead_[r]; },
+                               kOverheadBuckets, m)) {
+                continue;
+            }
+            m.label = {label("route", to_string(static_cast<RouteLabel>(r))),
+                       label("backend", backend_name_)};
+            f.metric.push_back(std::move(m));
+        }
+        out.push_back(std::move(f));
+    }
+
+    std::string text;
+    text.reserve(last_render_size_.load(std::memory_order_relaxed) + 4096);
+    StringSink sink(text);
+    std::ostream stream(&sink);
+    prometheus::TextSerializer().Serialize(stream, out);
+    last_render_size_.store(text.size(), std::memory_order_relaxed);
+    return text;
+}
+
+}  // namespace infergate
