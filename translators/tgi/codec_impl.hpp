@@ -1,7 +1,7 @@
 #pragma once
 // Internal to translators/tgi: the TGI codec class (members defined by job in request_decode.cpp,
-// request_encode.cpp, response_codec.cpp, stream_codec.cpp and codec.cpp) and the wire helpers
-// they share.
+// request_encode.cpp, response_codec.cpp, stream_encode.cpp, stream_decode.cpp and codec.cpp)
+// and the wire helpers they share.
 
 #include <string>
 #include <string_view>
