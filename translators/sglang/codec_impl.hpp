@@ -1,7 +1,8 @@
 #pragma once
 // Internal to translators/sglang: the SGLang codec class. Its members are defined by job in
-// request_codec.cpp, response_codec.cpp, stream_codec.cpp and codec.cpp; everything else
-// reaches it through sglang::codec(). Stateless, so one const instance serves every thread.
+// request_decode.cpp, response_codec.cpp, stream_encode.cpp, stream_decode.cpp and codec.cpp;
+// everything else reaches it through sglang::codec(). Stateless, so one const instance serves
+// every thread.
 
 #include "translators/codec.hpp"
 
@@ -11,7 +12,7 @@ class SglangCodec final : public Codec {
 public:
     Dialect dialect() const override { return Dialect::sglang; }
 
-    // Client side (request_codec.cpp, response_codec.cpp, stream_codec.cpp, codec.cpp).
+    // Client side (request_decode.cpp, response_codec.cpp, stream_encode.cpp, codec.cpp).
     Result<GenerationRequest> decode_request(std::string_view body) const override;
     void encode_response(const GenerationResult& result, const GenerationRequest& req,
                          std::string& out) const override;

@@ -1,6 +1,7 @@
 #pragma once
 // Internal to translators/sglang: the pieces of SGLang's wire format that the request, response
-// and stream codecs share (meta_info, the finish_reason object, the sampling-key whitelist).
+// and stream codecs share (meta_info, the finish_reason object, the sampling-key whitelist, the
+// request decoders' shared readers).
 
 #include <cstdint>
 #include <optional>
@@ -121,5 +122,24 @@ bool is_passthrough_sampling_key(std::string_view key);
 
 // A 502 saying what was wrong with the SGLang backend's output.
 canonical::Error upstream_error(std::string message);
+
+// Client request decoding (request_decode.cpp, sampling_decode.cpp).
+
+// `path` in single quotes, as the error messages name a field.
+inline std::string quoted(std::string_view path) {
+    std::string s;
+    s.reserve(path.size() + 2);
+    s.append("'").append(path).append("'");
+    return s;
+}
+
+// Reads a list of token ids (integers >= 0) at `path` into `out`.
+std::optional<canonical::Error> read_token_ids(const json::Value& list, std::string_view path,
+                                               std::vector<int64_t>& out);
+
+// Reads the top-level sampling_params (null, one object, or one object per prompt, which must
+// come after the prompts) into req.sampling, req.sampling_extras and req.item_sampling.
+std::optional<canonical::Error> read_sampling_params(const json::Value& v,
+                                                     canonical::GenerationRequest& req);
 
 }  // namespace infergate::translators::sglang::wire

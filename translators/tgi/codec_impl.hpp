@@ -1,6 +1,7 @@
 #pragma once
-// Internal to translators/tgi: the TGI codec class (members defined by job in request_codec.cpp,
-// response_codec.cpp, stream_codec.cpp and codec.cpp) and the wire helpers they share.
+// Internal to translators/tgi: the TGI codec class (members defined by job in request_decode.cpp,
+// request_encode.cpp, response_codec.cpp, stream_encode.cpp, stream_decode.cpp and codec.cpp)
+// and the wire helpers they share.
 
 #include <string>
 #include <string_view>
@@ -56,6 +57,10 @@ std::string_view error_type(const Error& e);
 
 // An Error for TGI's {"error": "...", "error_type": "..."} (HTTP status when known).
 Error error_from(int status, std::string message, std::string_view error_type);
+
+// A 422 for a TGI client's invalid request (TGI's own status for validation failures, §5.6);
+// defined in request_decode.cpp, also used by request_encode.cpp.
+Error invalid(std::string message, std::string param);
 
 // A 502 saying what was wrong with the TGI backend's output.
 Error upstream_error(std::string message);
