@@ -134,7 +134,7 @@ class AnthropicBackendTest(unittest.TestCase):
         self.assertEqual(got["stop_reason"], "tool_use")
         self.assertEqual(got["content"], json.loads(self.whole)["content"])
         # The tools reached the backend.
-        sent = json.loads(self.backend.requests[-1].body)
+        sent = json.loads(self.backend.requests_to("/v1/messages")[-1].body)  # not a probe GET
         self.assertEqual(sent["tools"][0]["name"], "get_weather")
 
     def test_streamed_tool_use_block_comes_back(self):
