@@ -1,4 +1,4 @@
-// translators/sglang/request_codec.cpp: decoding and validating SGLang /generate bodies.
+// translators/sglang/request_decode.cpp and sampling_decode.cpp: decoding and validating SGLang /generate bodies.
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// translators/tgi/request_codec.cpp: TGI GenerateRequest bodies from clients and to backends.
+// translators/tgi/request_decode.cpp and request_encode.cpp: TGI GenerateRequest bodies from clients and to backends.
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// translators/tgi/stream_codec.cpp: per-token TGI streams to canonical deltas and back.
+// translators/tgi/stream_decode.cpp and stream_encode.cpp: per-token TGI streams to canonical deltas and back.
 
 #include <doctest/doctest.h>
 
