@@ -37,6 +37,7 @@ public:
                              std::vector<StreamEvent>& out) const override;
 };
 
+// The wire pieces, defined in wire.cpp.
 namespace wire {
 
 using json::key;     // shared writer helpers (translators/canonical/json.hpp)
