@@ -1,6 +1,7 @@
 #pragma once
 // Requests: OpenAI client bodies to canonical, canonical to OpenAI-compatible backend bodies.
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,5 +14,18 @@ Result<GenerationRequest> decode_request(std::string_view body, Api api);
 
 Result<std::string> encode_request(const GenerationRequest& req, const UpstreamOptions& options,
                                    Api api);
+
+// The halves of decode_request: request_decode.cpp reads the body, the prompt or the messages,
+// and sampling_decode.cpp the settings. A token id is an integer >= 0 (both halves read them).
+inline bool is_token_id(const json::Value& v) {
+    return v.IsInt64() && v.GetInt64() >= 0;
+}
+
+std::optional<canonical::Error> decode_sampling(const json::Value& doc, Api api,
+                                                GenerationRequest& req);
+
+// stream_options: {include_usage, continuous_usage_stats}, only with stream: true.
+std::optional<canonical::Error> decode_stream_options(const json::Value& doc,
+                                                      GenerationRequest& req);
 
 }  // namespace infergate::translators::openai
