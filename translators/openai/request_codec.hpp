@@ -28,4 +28,21 @@ std::optional<canonical::Error> decode_sampling(const json::Value& doc, Api api,
 std::optional<canonical::Error> decode_stream_options(const json::Value& doc,
                                                       GenerationRequest& req);
 
+// What request_checks.cpp gives request_encode.cpp (check_upstream_settings, in codec.hpp, is the
+// exchange's entry to the same checks).
+
+// The backend's name in messages ("TGI's OpenAI-compatible chat route", ...).
+std::string_view backend_name(Flavor flavor);
+
+// A 400 naming a sampling setting the OpenAI-compatible layer of `flavor` cannot honour.
+std::optional<canonical::Error> check_settings(const canonical::SamplingParams& s, Flavor flavor,
+                                               canonical::Dialect client);
+
+// Ask for logprobs: wanted, or welcome where the backend has them (TGI's details).
+bool logprobs_sent(const GenerationRequest& req, Flavor flavor, Api api);
+
+// The 400 for log probabilities the backend's OpenAI layer cannot give; nullopt when it can.
+std::optional<canonical::Error> check_logprobs(const GenerationRequest& req, Flavor flavor,
+                                               Api api);
+
 }  // namespace infergate::translators::openai
