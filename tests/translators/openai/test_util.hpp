@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the OpenAI stream codec tests.
+// Helpers shared by the OpenAI codec tests.
 
 #include <doctest/doctest.h>
 
@@ -7,12 +7,14 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "translators/openai/codec.hpp"
 
 namespace openai_test {
 
+using infergate::canonical::GenerationRequest;
 using infergate::canonical::StreamEvent;
 using infergate::canonical::StreamState;
 using infergate::translators::Codec;
@@ -22,6 +24,15 @@ inline const infergate::translators::Codec& completions() {
 }
 inline const infergate::translators::Codec& chat() {
     return infergate::translators::openai::chat_codec();
+}
+
+inline GenerationRequest decode_ok(const Codec& codec, std::string_view body) {
+    INFO(body);
+    auto r = codec.decode_request(body);
+    if (!r.ok()) {
+        FAIL("unexpected error: " << r.error().message);
+    }
+    return std::move(r.value());
 }
 
 inline std::string fixture(std::string_view name) {
