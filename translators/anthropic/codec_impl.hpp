@@ -1,6 +1,7 @@
 #pragma once
 // Internal to translators/anthropic: the codec class (members defined by job in
-// request_codec.cpp, response_codec.cpp and stream_codec.cpp) and the wire pieces they share.
+// request_codec.cpp, response_codec.cpp, stream_encode.cpp and stream_decode.cpp) and the wire
+// pieces they share.
 
 #include <optional>
 #include <string>

@@ -16,7 +16,7 @@ class LlamacppCodec final : public Codec {
 public:
     Dialect dialect() const override { return Dialect::llamacpp; }
 
-    // Client side (request_codec.cpp, response_codec.cpp, stream_codec.cpp).
+    // Client side (request_decode.cpp, response_codec.cpp, stream_codec.cpp).
     Result<GenerationRequest> decode_request(std::string_view body) const override;
     void encode_response(const GenerationResult& result, const GenerationRequest& req,
                          std::string& out) const override;
@@ -37,6 +37,7 @@ public:
                              std::vector<StreamEvent>& out) const override;
 };
 
+// The wire pieces, defined in wire.cpp.
 namespace wire {
 
 using json::key;     // shared writer helpers (translators/canonical/json.hpp)

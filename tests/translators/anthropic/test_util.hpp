@@ -37,4 +37,13 @@ inline std::vector<infergate::framing::SseEvent> sse_events(std::string_view str
     return events;
 }
 
+inline std::vector<infergate::canonical::StreamEvent> decode_stream(
+    std::string_view stream, infergate::canonical::StreamState& state) {
+    std::vector<infergate::canonical::StreamEvent> events;
+    for (const auto& e : sse_events(stream)) {
+        codec().decode_stream_event(e.data, state, events);
+    }
+    return events;
+}
+
 }  // namespace anthropic_test

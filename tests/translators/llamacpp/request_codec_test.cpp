@@ -1,4 +1,5 @@
-// translators/llamacpp/request_codec.cpp: decoding /completion bodies and writing them upstream.
+// translators/llamacpp/request_decode.cpp and request_encode.cpp: decoding /completion bodies and
+// writing them upstream.
 
 #include <doctest/doctest.h>
 
