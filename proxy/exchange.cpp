@@ -5,6 +5,7 @@
 #include "proxy/pairing.hpp"
 #include "proxy/upstream_pool.hpp"
 #include "proxy/worker.hpp"
+#include "translators/canonical/accumulate.hpp"
 #include "translators/canonical/json.hpp"
 #include "translators/canonical/logprobs.hpp"
 #include "translators/canonical/stop_trim.hpp"
@@ -379,41 +380,6 @@ private:
     const UpstreamResponseParser& parser_;
 };
 
-void apply_to_result(const canonical::StreamEvent& ev, canonical::GenerationResult& result) {
-    if (ev.type == canonical::StreamEvent::Type::usage) {
-        result.usage = ev.usage;
-        return;
-    }
-    if (ev.type != canonical::StreamEvent::Type::chunk) {
-        return;
-    }
-    if (static_cast<size_t>(ev.index) >= result.choices.size()) {
-        const size_t old = result.choices.size();
-        result.choices.resize(static_cast<size_t>(ev.index) + 1);
-        for (size_t i = old; i < result.choices.size(); ++i) {
-            result.choices[i].index = static_cast<int>(i);
-        }
-    }
-    canonical::Choice& c = result.choices[static_cast<size_t>(ev.index)];
-    c.text += ev.text;
-    c.token_ids.insert(c.token_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
-    c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
-    c.prompt_logprobs.insert(c.prompt_logprobs.end(), ev.prompt_logprobs.begin(),
-                             ev.prompt_logprobs.end());
-    if (ev.finish) {
-        c.finish = *ev.finish;
-    }
-    if (ev.usage.completion_tokens) {
-        c.usage.completion_tokens = ev.usage.completion_tokens;
-    }
-    if (ev.usage.prompt_tokens) {
-        c.usage.prompt_tokens = ev.usage.prompt_tokens;
-    }
-    if (ev.usage.cached_tokens) {
-        c.usage.cached_tokens = ev.usage.cached_tokens;
-    }
-}
-
 }  // namespace
 
 Task<std::optional<bool>> Exchange::open_upstream(const translators::Codec& front,
@@ -567,7 +533,7 @@ Task<bool> Exchange::relay_whole(const translators::Codec& front, const translat
                     co_return co_await send_error(front, d.error);
                 }
                 done = done || d.type == canonical::StreamEvent::Type::done;
-                apply_to_result(d, result);
+                canonical::apply_to_result(d, result);
             }
         }
         if (bytes.empty()) {
@@ -734,7 +700,7 @@ Task<bool> Exchange::relay_stream(const translators::Codec& front, const transla
     bool done = false;
     bool message_complete = false;
     std::optional<canonical::Error> failure;
-    TokenTally tally;
+    canonical::TokenTally tally;
     tally.n = req.sampling.n;
     int64_t content_tokens = 0;
     // One decoded event: counted, and (translated path) encoded for the client. Returns false

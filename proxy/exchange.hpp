@@ -14,6 +14,7 @@
 #include "proxy/net.hpp"
 #include "proxy/request_meter.hpp"
 #include "proxy/router.hpp"
+#include "translators/canonical/accumulate.hpp"
 #include "translators/canonical/catalogue.hpp"
 #include "translators/codec.hpp"
 
@@ -26,20 +27,6 @@ class DisconnectWatch;
 // How an exchange ended (the metrics and the access log use it).
 enum class Outcome { ok, client_disconnect, upstream_error, inband_error, truncated, timeout, rejected };
 std::string_view to_string(Outcome o);
-
-// Token counts as the backend reports them in a stream: per-choice running counts and the
-// final aggregate, whichever arrives.
-struct TokenTally {
-    int n = 1;
-    std::vector<int64_t> completion;  // per choice; -1 = never reported
-    std::vector<std::optional<int64_t>> prompt;
-    std::vector<std::optional<int64_t>> cached;
-    std::optional<canonical::Usage> final_usage;
-    // Takes one decoded event; returns the tokens a content chunk carried (its running count's
-    // increase; 1 when the backend reports no running count).
-    int64_t add(const canonical::StreamEvent& ev);
-    canonical::Usage total() const;
-};
 
 class Exchange {
 public:

@@ -9,59 +9,6 @@
 
 namespace infergate {
 
-int64_t TokenTally::add(const canonical::StreamEvent& ev) {
-    if (ev.type == canonical::StreamEvent::Type::usage) {
-        final_usage = ev.usage;
-        return 0;
-    }
-    if (ev.type != canonical::StreamEvent::Type::chunk || ev.index < 0) {
-        return 0;
-    }
-    const auto i = static_cast<size_t>(ev.index);
-    if (i >= completion.size()) {
-        completion.resize(i + 1, -1);
-        prompt.resize(i + 1);
-        cached.resize(i + 1);
-    }
-    if (ev.usage.prompt_tokens) {
-        prompt[i] = ev.usage.prompt_tokens;
-    }
-    if (ev.usage.cached_tokens) {
-        cached[i] = ev.usage.cached_tokens;
-    }
-    if (ev.usage.completion_tokens) {
-        const int64_t before = std::max<int64_t>(completion[i], 0);
-        completion[i] = *ev.usage.completion_tokens;
-        return std::max<int64_t>(*ev.usage.completion_tokens - before, 0);
-    }
-    return ev.text.empty() ? 0 : 1;  // no running count from this backend: one per chunk
-}
-
-canonical::Usage TokenTally::total() const {
-    if (final_usage && final_usage->completion_tokens) {
-        return *final_usage;
-    }
-    canonical::Usage u;
-    const size_t per_prompt = static_cast<size_t>(std::max(1, n));
-    for (size_t i = 0; i < completion.size(); ++i) {
-        if (completion[i] >= 0) {
-            u.completion_tokens = u.completion_tokens.value_or(0) + completion[i];
-        }
-        if (i % per_prompt == 0) {  // the prompt counts once per prompt, not per choice
-            if (prompt[i]) {
-                u.prompt_tokens = u.prompt_tokens.value_or(0) + *prompt[i];
-            }
-            if (cached[i]) {
-                u.cached_tokens = u.cached_tokens.value_or(0) + *cached[i];
-            }
-        }
-    }
-    if (final_usage && !u.prompt_tokens) {
-        u.prompt_tokens = final_usage->prompt_tokens;
-    }
-    return u;
-}
-
 void Exchange::note_content(int64_t tokens) {
     const auto now = std::chrono::steady_clock::now();
     if (!first_content_) {
