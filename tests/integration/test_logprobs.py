@@ -17,7 +17,8 @@ import json
 import pathlib
 import unittest
 
-from harness import Emulator, Proxy, open_stream, post_json, request, start, token_id
+from harness import (OTHER_WIRE_STYLE, Emulator, Proxy, open_stream, post_json, request, start,
+                     token_id)
 from scripted import ScriptedBackend, json_reply, ndjson_reply, raw_reply, sse_reply
 
 FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures"
@@ -169,12 +170,13 @@ class EmulatorBackendsTest(unittest.TestCase):
     loglikelihood request the same prompt entries wherever the backend has them."""
     MODEL = "emulator-model"
     PROMPT = "the time of them"  # words of the emulator's vocabulary
+    EMU_ARGS: list[str] = []  # the emulator's wire style (harness.OTHER_WIRE_STYLE below)
 
     @classmethod
     def setUpClass(cls):
         cls.proxies = {}
         for dialect in ("openai", "sglang", "tgi", "llamacpp", "ollama"):
-            emu = start(cls, Emulator, dialect, cls.MODEL, ["--quiet"])
+            emu = start(cls, Emulator, dialect, cls.MODEL, ["--quiet", *cls.EMU_ARGS])
             cls.proxies[dialect] = start(cls, Proxy, ["--upstream", emu.url, "--model",
                                                       cls.MODEL], model=cls.MODEL)
 
@@ -294,6 +296,13 @@ class EmulatorBackendsTest(unittest.TestCase):
         self.assertEqual("".join(t[2] for t in last["output_token_logprobs"]), events[-1]["text"])
         counts = [len(e["meta_info"]["output_token_logprobs"]) for e in events]
         self.assertEqual(counts, sorted(counts))
+
+
+class EmulatorBackendsOtherStyleTest(EmulatorBackendsTest):
+    """The same, with every backend writing the other wire style: spaced JSON with ASCII escapes,
+    CRLF SSE with comments, extra fields and multi-line data, CRLF NDJSON with blank lines, and
+    writes split every 7 bytes."""
+    EMU_ARGS = OTHER_WIRE_STYLE
 
 
 class RefusalsTest(unittest.TestCase):
