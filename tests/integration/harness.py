@@ -97,6 +97,29 @@ def _die_with_parent() -> None:
 _LISTEN_RE = re.compile(r"listening on (\S+):(\d+)")
 
 
+def read_text(path: str) -> str:
+    """A log file's text so far ("" when it cannot be read)."""
+    try:
+        with open(path, "r", encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def terminate(proc: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM, then SIGKILL after `grace_s` seconds; nothing when it already ended."""
+    if proc.poll() is not None:
+        return
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+    except ProcessLookupError:
+        pass
+
+
 class Process:
     """A child process that prints `listening on HOST:PORT` on stdout once it serves.
 
@@ -167,25 +190,13 @@ class Process:
         return f"http://{self.host}:{self.port}"
 
     def stderr_text(self) -> str:
-        try:
-            with open(self.stderr_path, "r", encoding="utf-8", errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
+        return read_text(self.stderr_path)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.proc.send_signal(signal.SIGTERM)
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-            except ProcessLookupError:
-                pass
+        terminate(self.proc, grace_s=5)
         try:
             if self.proc.stdout:
                 self.proc.stdout.close()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import http.client
 import os
 import re
-import signal
 import socket
 import subprocess
 import tempfile
@@ -118,25 +117,13 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}"
 
     def log_text(self) -> str:
-        try:
-            with open(self.log_path, "r", encoding="utf-8", errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
+        return harness.read_text(self.log_path)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.proc.send_signal(signal.SIGTERM)
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-            except ProcessLookupError:
-                pass
+        harness.terminate(self.proc, grace_s=10)
         try:
             self._log.close()
         except OSError:
