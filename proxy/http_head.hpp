@@ -12,6 +12,25 @@
 
 namespace infergate::http_head {
 
+// The next item of a comma-separated header value (RFC 9110 §5.6.1), without the spaces and tabs
+// around it, taken off the front of `rest`; false when `rest` is used up. Empty items are
+// returned as empty.
+inline bool next_list_item(std::string_view& rest, std::string_view& item) {
+    if (rest.empty()) {
+        return false;
+    }
+    const size_t comma = rest.find(',');
+    item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) {
+        item.remove_prefix(1);
+    }
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) {
+        item.remove_suffix(1);
+    }
+    return true;
+}
+
 inline void field(std::string& out, std::string_view name, std::string_view value) {
     out += name;
     out += ": ";

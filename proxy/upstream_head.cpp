@@ -39,16 +39,8 @@ bool named_in_connection(const ClientRequest& request, std::string_view name) {
             continue;
         }
         std::string_view rest = f.value;
-        while (!rest.empty()) {
-            const size_t comma = rest.find(',');
-            std::string_view option = rest.substr(0, comma);
-            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-            while (!option.empty() && (option.front() == ' ' || option.front() == '\t')) {
-                option.remove_prefix(1);
-            }
-            while (!option.empty() && (option.back() == ' ' || option.back() == '\t')) {
-                option.remove_suffix(1);
-            }
+        std::string_view option;
+        while (http_head::next_list_item(rest, option)) {
             if (beast::iequals(option, name)) {
                 return true;
             }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "proxy/client_request.hpp"
+#include "tests/proxy/parse_util.hpp"
 #include "proxy/deadlines.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/request_meter.hpp"
@@ -16,15 +17,7 @@
 namespace infergate {
 namespace {
 
-ClientRequest parse(std::string_view head) {
-    ClientRequestParser p;
-    p.body_limit(1024);
-    beast::error_code ec;
-    const std::string wire = std::string(head) + "\r\n";
-    p.put(net::buffer(wire), ec);
-    REQUIRE(p.is_done());
-    return p.release();
-}
+using test::parse_head;
 
 std::shared_ptr<const config::Config> test_config() {
     auto c = std::make_shared<config::Config>();
@@ -47,7 +40,7 @@ struct Rig {
     std::string request_id = "rid-1";
     std::unique_ptr<ClientWriter> writer;
 
-    explicit Rig(std::string_view head) : request(parse(head)) {
+    explicit Rig(std::string_view head) : request(parse_head(head)) {
         Acceptor acceptor(worker.io().get_executor(),
                           tcp::endpoint(net::ip::address_v4::loopback(), 0));
         peer.connect(acceptor.local_endpoint());

@@ -5,19 +5,12 @@
 #include <string>
 
 #include "proxy/client_request.hpp"
+#include "tests/proxy/parse_util.hpp"
 
 namespace infergate {
 namespace {
 
-ClientRequest parse(std::string_view head) {
-    ClientRequestParser p;
-    p.body_limit(1024);
-    beast::error_code ec;
-    const std::string wire = std::string(head) + "\r\n";
-    p.put(net::buffer(wire), ec);
-    REQUIRE(p.is_done());
-    return p.release();
-}
+using test::parse_head;
 
 config::Backend backend(std::string key = {}) {
     config::Backend b;
@@ -30,7 +23,7 @@ config::Backend backend(std::string key = {}) {
 }  // namespace
 
 TEST_CASE("the client's end-to-end headers go upstream; hop-by-hop and Connection-named do not") {
-    const ClientRequest r = parse(
+    const ClientRequest r = parse_head(
         "GET /v1/models HTTP/1.1\r\nHost: proxy\r\nConnection: keep-alive, X-Hop\r\n"
         "X-Hop: 1\r\nX-Trace: abc\r\nKeep-Alive: timeout=5\r\nTE: trailers\r\n"
         "Accept-Encoding: gzip\r\nX-Request-Id: client-id\r\nAuthorization: Bearer client\r\n");
@@ -53,7 +46,7 @@ TEST_CASE("the client's end-to-end headers go upstream; hop-by-hop and Connectio
 }
 
 TEST_CASE("the operator's key replaces the client's, in the header the backend's API reads") {
-    const ClientRequest r = parse(
+    const ClientRequest r = parse_head(
         "POST /v1/messages HTTP/1.1\r\nHost: p\r\nx-api-key: client\r\n"
         "Authorization: Bearer client\r\n");
     std::string head = upstream_request_head(r, http::verb::post, "/v1/chat/completions", 12, true,
@@ -75,7 +68,7 @@ TEST_CASE("the operator's key replaces the client's, in the header the backend's
 
 TEST_CASE("a client's own anthropic-version wins over the default") {
     const ClientRequest r =
-        parse("POST /v1/messages HTTP/1.1\r\nHost: p\r\nanthropic-version: 2024-01-01\r\n");
+        parse_head("POST /v1/messages HTTP/1.1\r\nHost: p\r\nanthropic-version: 2024-01-01\r\n");
     const std::string head = upstream_request_head(
         r, http::verb::post, "/v1/messages", 2, false, backend(),
         translators::backend_headers(translators::BackendDialect::anthropic), "r");
