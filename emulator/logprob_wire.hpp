@@ -15,6 +15,8 @@ namespace infergate::emulator {
 // double (shortest round trip of the double); TGI's serde prints the f32 itself.
 enum class FloatStyle { kDouble, kF32 };
 void write_logprob(JsonWriter& w, float value, FloatStyle style = FloatStyle::kDouble);
+// A token's UTF-8 bytes as a list of numbers (the `bytes` of OpenAI-style entries).
+void write_bytes(JsonWriter& w, std::string_view text);
 
 // Tokens [from, to) of a sequence. `dict_n` is how many alternatives the server computed for
 // them (vLLM: a prompt's prompt_logprobs may differ from the listing's logprobs).

@@ -1,4 +1,5 @@
-// Pieces shared by the Ollama routes (ollama_api.cpp) and its generation (ollama_generate.cpp).
+// Pieces shared by the Ollama routes (ollama_api.cpp) and its generation (ollama_generate.cpp,
+// ollama_request.cpp).
 #pragma once
 
 #include <string>

@@ -1,10 +1,12 @@
+// The command line: the usage text and argv parsed into Options.
 #include "emulator/options.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+
+#include "emulator/option_values.hpp"
 
 namespace infergate::emulator {
 namespace {
@@ -57,115 +59,9 @@ per-request headers (override the options above):
     std::exit(2);
 }
 
-bool parse_int(std::string_view text, int min_value, int& out) {
-    int value = 0;
-    const char* end = text.data() + text.size();
-    auto [ptr, ec] = std::from_chars(text.data(), end, value);
-    if (ec != std::errc() || ptr != end || value < min_value) {
-        return false;
-    }
-    out = value;
-    return true;
-}
-
-// --eos-after and its header accept "none" so a request can switch off a CLI default.
-bool parse_eos_after(std::string_view text, std::optional<int>& out) {
-    if (text == "none" || text == "-1") {
-        out.reset();
-        return true;
-    }
-    int value = 0;
-    if (!parse_int(text, 0, value)) {
-        return false;
-    }
-    out = value;
-    return true;
-}
-
-bool parse_delimiter(std::string_view text, bool& nul) {
-    if (text == "nul" || text == "\\0") {
-        nul = true;
-    } else if (text == "newline" || text == "\\n") {
-        nul = false;
-    } else {
-        return false;
-    }
-    return true;
-}
-
-bool parse_seed(std::string_view text, std::uint64_t& out) {
-    std::uint64_t value = 0;
-    const char* end = text.data() + text.size();
-    auto [ptr, ec] = std::from_chars(text.data(), end, value);
-    if (ec != std::errc() || ptr != end || text.empty()) {
-        return false;
-    }
-    out = value;
-    return true;
-}
-
-bool parse_switch(std::string_view text, bool& out) {
-    if (text == "1" || text == "true" || text == "on") {
-        out = true;
-    } else if (text == "0" || text == "false" || text == "off") {
-        out = false;
-    } else {
-        return false;
-    }
-    return true;
-}
-
 bool is_number(std::string_view text) {
     return !text.empty() &&
            std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// The wire-style options, shared by the command line and the X-Emulator-* headers. Returns false
-// with the reason in `error` for a bad value; `known` is false for a name that is not one.
-bool apply_style_option(std::string_view name, std::string_view value, WireStyle& style,
-                        bool& known, std::string& error) {
-    known = true;
-    if (name == "json-style") {
-        return parse_json_style(value, style.json, error);
-    }
-    if (name == "json-escape") {
-        return parse_json_escape(value, style.ascii_escapes, error);
-    }
-    if (name == "sse-style") {
-        return parse_sse_style(value, style.sse, error);
-    }
-    if (name == "ndjson-style") {
-        return parse_ndjson_style(value, style.ndjson, error);
-    }
-    if (name == "interim") {
-        return parse_interim(value, style.interim, error);
-    }
-    if (name == "split-writes") {
-        if (!parse_int(value, 0, style.split_max)) {
-            error = "want the largest piece in bytes (>= 1), or 0 for whole writes";
-            return false;
-        }
-        return true;
-    }
-    if (name == "early-hints") {
-        bool on = false;
-        if (!parse_switch(value, on)) {
-            error = "want 1 or 0";
-            return false;
-        }
-        style.interim = static_cast<std::uint8_t>(on ? style.interim | kInterim103
-                                                     : style.interim & ~kInterim103);
-        return true;
-    }
-    if (name == "style-seed") {
-        if (!parse_seed(value, style.seed)) {
-            error = "want an unsigned 64-bit number";
-            return false;
-        }
-        return true;
-    }
-    known = false;
-    return false;
 }
 
 void parse_listen(std::string_view text, Options& options) {
@@ -197,34 +93,6 @@ std::optional<Dialect> parse_dialect(std::string_view name) {
     for (const auto& [text, dialect] : kNames) {
         if (text == name) {
             return dialect;
-        }
-    }
-    return std::nullopt;
-}
-
-std::optional<Fault> parse_fault(std::string_view text) {
-    if (text.empty() || text == "none") {
-        return Fault{};
-    }
-    if (text.starts_with("status:")) {
-        int status = 0;
-        if (!parse_int(text.substr(7), 100, status) || status > 599) {
-            return std::nullopt;
-        }
-        return Fault{FaultKind::kStatus, status};
-    }
-    static constexpr std::pair<std::string_view, FaultKind> kModes[] = {
-        {"reset", FaultKind::kReset},
-        {"reset_midstream", FaultKind::kResetMidstream},
-        {"close_midstream", FaultKind::kCloseMidstream},
-        {"stall", FaultKind::kStall},
-        {"stall_midstream", FaultKind::kStallMidstream},
-        {"garbage", FaultKind::kGarbage},
-        {"error_event", FaultKind::kErrorEvent},
-    };
-    for (const auto& [name, kind] : kModes) {
-        if (text == name) {
-            return Fault{kind, 0};
         }
     }
     return std::nullopt;
@@ -341,76 +209,6 @@ Options parse_command_line(int argc, char** argv) {
         }
     }
     return options;
-}
-
-bool resolve_knobs(const HttpRequest& req, const Knobs& defaults, Knobs& out, std::string& error) {
-    out = defaults;
-    // Cheap exit for the common case: benchmarks send none of these headers.
-    bool any = false;
-    for (const auto& field : req.base()) {
-        if (field.name_string().size() > 11 &&
-            (field.name_string()[0] == 'X' || field.name_string()[0] == 'x') &&
-            field.name_string()[1] == '-') {
-            any = true;
-            break;
-        }
-    }
-    if (!any) {
-        return true;
-    }
-    auto header = [&](std::string_view name) -> std::optional<std::string_view> {
-        auto it = req.base().find(name);
-        if (it == req.base().end()) {
-            return std::nullopt;
-        }
-        return std::string_view(it->value().data(), it->value().size());
-    };
-    auto int_header = [&](std::string_view name, int min_value, int& target) {
-        if (auto v = header(name); v && !parse_int(*v, min_value, target)) {
-            error = "invalid " + std::string(name) + " header: '" + std::string(*v) + "'";
-            return false;
-        }
-        return true;
-    };
-    if (!int_header("X-Emulator-TTFT-Ms", 0, out.ttft_ms) ||
-        !int_header("X-Emulator-ITL-Ms", 0, out.itl_ms) ||
-        !int_header("X-Emulator-Tokens-Per-Chunk", 1, out.tokens_per_chunk) ||
-        !int_header("X-Emulator-Fault-After", 0, out.fault_after)) {
-        return false;
-    }
-    if (auto v = header("X-Emulator-Eos-After"); v && !parse_eos_after(*v, out.eos_after)) {
-        error = "invalid X-Emulator-Eos-After header: '" + std::string(*v) + "'";
-        return false;
-    }
-    if (auto v = header("X-Emulator-Legacy-Delimiter"); v && !parse_delimiter(*v, out.nul_delimiter)) {
-        error = "invalid X-Emulator-Legacy-Delimiter header: '" + std::string(*v) + "'";
-        return false;
-    }
-    static constexpr std::pair<std::string_view, std::string_view> kStyleHeaders[] = {
-        {"X-Emulator-Json-Style", "json-style"},     {"X-Emulator-Json-Escape", "json-escape"},
-        {"X-Emulator-Sse-Style", "sse-style"},       {"X-Emulator-Ndjson-Style", "ndjson-style"},
-        {"X-Emulator-Split-Writes", "split-writes"}, {"X-Emulator-Early-Hints", "early-hints"},
-        {"X-Emulator-Interim", "interim"},           {"X-Emulator-Style-Seed", "style-seed"},
-    };
-    for (const auto& [header_name, option] : kStyleHeaders) {
-        auto v = header(header_name);
-        bool known = false;
-        std::string why;
-        if (v && !apply_style_option(option, *v, out.wire, known, why)) {
-            error = "invalid " + std::string(header_name) + " header: '" + std::string(*v) +
-                    "': " + why;
-            return false;
-        }
-    }
-    if (auto v = header("X-Emulator-Fault")) {
-        auto fault = parse_fault(*v);
-        if (!fault) {
-            error = "invalid X-Emulator-Fault header: '" + std::string(*v) + "'";
-            return false;
-        }
-        out.fault = *fault;
-    }
-    return true;
 }
 
 }  // namespace infergate::emulator

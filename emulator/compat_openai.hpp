@@ -1,0 +1,59 @@
+// The OpenAI layers of TGI and llama.cpp: what their bodies and chunks are written from and the
+// writers (compat_openai_wire.cpp); the handler parses and checks the request and picks the
+// answer (compat_openai.cpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "emulator/llamacpp.hpp"
+#include "emulator/openai_request.hpp"
+#include "emulator/stream.hpp"
+
+namespace infergate::emulator {
+
+struct CompatContext {
+    const OaiRequest& req;
+    bool tgi = false;
+    std::string id;
+    std::int64_t created = 0;
+    int prompt_tokens = 0;
+    int completion_tokens = 0;
+    LlamaTimes times;
+    // TGI chat: `logprobs` (probs.n = top_logprobs); llama.cpp: n_probs > 0.
+    LlamaProbs probs;
+    bool logprobs = false;
+};
+
+// Tokens [from, to) of a choice whose logprobs a chunk or an answer carries.
+struct TokenRange {
+    int from = 0;
+    int to = 0;
+};
+
+// The stream's chunks, TGI's (one per token) or llama.cpp's (a role chunk first, timings last).
+class CompatEncoder final : public EventEncoder {
+public:
+    explicit CompatEncoder(CompatContext& ctx) : ctx_(ctx) {}
+
+    void on_start(std::vector<ChoiceState>& choices, EventList& out) override;
+    void on_step(ChoiceState& c, int tokens, bool last, EventList& out) override;
+    void on_end(std::vector<ChoiceState>& choices, EventList& out) override;
+
+private:
+    std::string& begin(EventList& out) const;
+    void chunk(EventList& out, const ChoiceState& c, std::string_view text,
+               std::optional<std::string_view> finish, bool role, bool usage,
+               const ChoiceState* timings,
+               std::optional<TokenRange> logprobs = std::nullopt) const;
+
+    CompatContext& ctx_;
+};
+
+// The whole (non-stream) answer.
+void render_response(const CompatContext& ctx, const std::vector<ChoiceState>& choices,
+                     std::string& body);
+
+}  // namespace infergate::emulator
