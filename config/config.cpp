@@ -303,6 +303,19 @@ std::vector<std::string> validate(const Config& c) {
     if (c.max_header_bytes < 1024) {
         errors.push_back("limits.max_header_bytes: must be >= 1024");
     }
+    if (c.max_connections < 0) {
+        errors.push_back("limits.max_connections: must be >= 1, or 0 to derive it from the "
+                         "file descriptor limit");
+    }
+    if (c.client_idle_ms <= 0) {
+        errors.push_back("client_idle_ms: must be > 0");
+    }
+    if (c.client_header_ms <= 0) {
+        errors.push_back("client_header_ms: must be > 0");
+    }
+    if (c.client_body_ms <= 0) {
+        errors.push_back("client_body_ms: must be > 0");
+    }
     if (c.access_log.empty()) {
         errors.push_back("access_log: must be stderr, off or a file path");
     }
@@ -406,7 +419,8 @@ LoadResult load_yaml_text(std::string_view text) {
         root = YAML::Node(YAML::NodeType::Map);
     }
     r.check_keys(root, "", {"listen", "threads", "limits", "backends", "models", "log_level",
-                            "client_idle_ms", "shutdown_grace_ms", "access_log"});
+                            "client_idle_ms", "client_header_ms", "client_body_ms",
+                            "shutdown_grace_ms", "access_log"});
     if (!r.errors.empty() && !root.IsMap()) {
         return LoadResult{nullptr, r.errors, {}};
     }
@@ -420,11 +434,14 @@ LoadResult load_yaml_text(std::string_view text) {
     r.read(root, "log_level", "", c.log_level);
     r.read(root, "access_log", "", c.access_log);
     r.read(root, "client_idle_ms", "", c.client_idle_ms);
+    r.read(root, "client_header_ms", "", c.client_header_ms);
+    r.read(root, "client_body_ms", "", c.client_body_ms);
     r.read(root, "shutdown_grace_ms", "", c.shutdown_grace_ms);
     if (const YAML::Node limits = root["limits"]; limits) {
-        r.check_keys(limits, "limits", {"max_body_bytes", "max_header_bytes"});
+        r.check_keys(limits, "limits", {"max_body_bytes", "max_header_bytes", "max_connections"});
         r.read(limits, "max_body_bytes", "limits", c.max_body_bytes);
         r.read(limits, "max_header_bytes", "limits", c.max_header_bytes);
+        r.read(limits, "max_connections", "limits", c.max_connections);
     }
     if (const YAML::Node backends = root["backends"]; backends) {
         if (!backends.IsSequence()) {

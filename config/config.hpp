@@ -73,7 +73,15 @@ struct Config {
     int threads = 1;
     uint64_t max_body_bytes = 8 * 1024 * 1024;
     uint32_t max_header_bytes = 64 * 1024;
+    // Open client connections, all threads together; 0: derived at start from the descriptor
+    // limit (RLIMIT_NOFILE), leaving one descriptor per client for its upstream connection.
+    int64_t max_connections = 0;
     int64_t client_idle_ms = 120000;  // keep-alive idle between requests
+    // The whole request head must arrive within this, counted from its first byte (nginx's
+    // client_header_timeout); a new connection's first byte must come within it too.
+    int64_t client_header_ms = 60000;
+    // The longest wait between two reads of a request body (nginx's client_body_timeout).
+    int64_t client_body_ms = 60000;
     int64_t shutdown_grace_ms = 30000;
     std::vector<Backend> backends;  // exactly one until routing across backends exists
     std::vector<Alias> aliases;

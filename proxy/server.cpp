@@ -1,7 +1,9 @@
 #include "proxy/server.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <functional>
@@ -16,7 +18,47 @@
 
 namespace infergate {
 
+namespace {
+
+// Raises the soft descriptor limit to the hard one (the default soft limit, 1,024, is a few
+// hundred idle clients) and returns the limit now in force; `note` says what happened.
+int64_t raise_fd_limit(std::string& note) {
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) {
+        note = "file descriptor limit unknown (getrlimit failed)";
+        return 1024;
+    }
+    const rlim_t before = lim.rlim_cur;
+    if (lim.rlim_cur < lim.rlim_max) {
+        rlimit raised = lim;
+        raised.rlim_cur = lim.rlim_max;
+        if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+            lim = raised;
+        }
+    }
+    const auto shown = [](rlim_t v) {
+        return v == RLIM_INFINITY ? std::string("unlimited") : std::to_string(v);
+    };
+    note = "file descriptor limit " + shown(lim.rlim_cur) +
+           (lim.rlim_cur != before ? " (raised from " + shown(before) + ", the hard limit)"
+                                   : " (the hard limit)");
+    // Beyond what any kernel hands out: a cap that never binds.
+    constexpr int64_t kMax = int64_t{1} << 30;
+    return lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur > static_cast<rlim_t>(kMax)
+               ? kMax
+               : static_cast<int64_t>(lim.rlim_cur);
+}
+
+}  // namespace
+
 Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move(config)) {
+    const int64_t fds = raise_fd_limit(fd_note_);
+    connections_ = std::make_unique<ConnectionBudget>();
+    // Each client connection may hold an upstream connection too, and the process needs a few
+    // descriptors of its own (listeners, epoll, logs, the probe): half of what is left.
+    connections_->cap = config_->max_connections > 0
+                            ? config_->max_connections
+                            : std::max<int64_t>(8, (fds - 32 - 2 * config_->threads) / 2);
     // TLS only for an https backend: loading the system CA store costs ~70 ms of start-up and
     // a few MiB of resident memory that a plain-HTTP deployment never uses.
     if (config_->backend().url.tls) {
@@ -43,7 +85,7 @@ Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move
     }
     for (int i = 0; i < config_->threads; ++i) {
         workers_.push_back(std::make_unique<Worker>(i, config_, tls_ ? &*tls_ : nullptr, *metrics_,
-                                                   access_log_fd_));
+                                                   access_log_fd_, *connections_));
         // Off the request path: a post to the main thread, which owns the probe.
         workers_.back()->on_backend_down(
             [this] { net::post(control_, [this] { backend_down(); }); });
@@ -185,6 +227,11 @@ int Server::run() {
     log::info("infergate listening on " + endpoint.address().to_string() + ":" +
               std::to_string(endpoint.port()) + " with " + std::to_string(workers_.size()) +
               " thread(s), backend " + config_->backend().url.text());
+    log::info(fd_note_ + "; at most " + std::to_string(connections_->cap) +
+              " client connections" +
+              (config_->max_connections > 0 ? " (limits.max_connections)"
+                                            : " (limits.max_connections unset: half the "
+                                              "descriptors, the rest for upstream connections)"));
 
     // A configured backend is known before the first connection: no request may see a 503
     // "not ready" because the probe's first post reached its worker after the request did. The

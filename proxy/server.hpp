@@ -38,6 +38,8 @@ private:
 
     std::shared_ptr<const config::Config> config_;
     std::unique_ptr<class Metrics> metrics_;
+    std::unique_ptr<struct ConnectionBudget> connections_;
+    std::string fd_note_;  // the descriptor limit as raised at start, for the log
     int access_log_fd_ = -1;
     net::io_context control_{1};  // signals and the probe, on the main thread
     std::optional<net::ssl::context> tls_;  // only for an https backend

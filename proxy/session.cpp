@@ -76,7 +76,7 @@ std::string rejection_body(int status, std::string_view message, canonical::Dial
     return body;
 }
 
-Session::Session(Worker& worker, Socket socket)
+Session::Session(Worker& worker, Socket socket, bool refuse)
     : worker_(worker),
       stream_(std::move(socket)),
       deadline_(worker.deadlines(), &stream_.socket()),
@@ -88,27 +88,36 @@ Session::Session(Worker& worker, Socket socket)
         peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
     }
     registration_ = worker_.add_session(this);
+    refuse_ = refuse;
+    worker_.connections().open.fetch_add(1, std::memory_order_relaxed);
 }
 
-Session::~Session() { worker_.remove_session(registration_); }
+Session::~Session() {
+    worker_.connections().open.fetch_sub(1, std::memory_order_relaxed);
+    worker_.remove_session(registration_);
+}
 
-void Session::close_if_idle() {
-    if (idle_) {
-        beast::error_code ec;
-        stream_.socket().shutdown(Socket::shutdown_both, ec);
-        stream_.socket().close(ec);
+bool Session::close_if_idle() {
+    if (!idle_ || refuse_ || !stream_.socket().is_open()) {
+        return false;
     }
+    beast::error_code ec;
+    stream_.socket().shutdown(Socket::shutdown_both, ec);
+    stream_.socket().close(ec);
+    return true;
 }
 
 Task<void> Session::reject(http::status status, std::string message, unsigned version,
-                           canonical::Dialect dialect) {
+                           canonical::Dialect dialect, bool logged) {
     http::response<http::string_body> res{status, version};
     res.set(http::field::server, "infergate");
     res.set(http::field::content_type, "application/json");
     res.set(http::field::connection, "close");
     res.body() = rejection_body(static_cast<int>(status), message, dialect);
     // No exchange began, so no request id was given: the line says why, with no id.
-    log_failure({}, static_cast<int>(status), "rejected", Failure{valid_utf8(message), {}});
+    if (logged) {
+        log_failure({}, static_cast<int>(status), "rejected", Failure{valid_utf8(message), {}});
+    }
     res.prepare_payload();
     deadline_.arm(std::chrono::seconds(5));
     co_await http::async_write(stream_, res, use_nothrow);
@@ -137,6 +146,20 @@ Task<void> Session::linger() {
 
 Task<void> Session::run(std::shared_ptr<Session> self) {
     const config::Config& cfg = worker_.config();
+    if (refuse_) {
+        idle_ = false;
+        co_await reject(http::status::service_unavailable,
+                        "infergate is at its connection limit of " +
+                            std::to_string(worker_.connections().cap) +
+                            " (limits.max_connections) and every connection is busy; retry "
+                            "later, or raise limits.max_connections and the file descriptor "
+                            "limit (ulimit -n)",
+                        11, canonical::Dialect::openai_chat, false);
+        co_await linger();  // the client's request may be on its way: let it read the answer
+        beast::error_code ec;
+        stream_.socket().close(ec);
+        co_return;
+    }
     for (;;) {
         idle_ = true;
         if (worker_.stopping()) {

