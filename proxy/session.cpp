@@ -160,6 +160,7 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
         stream_.socket().close(ec);
         co_return;
     }
+    bool first = true;
     for (;;) {
         idle_ = true;
         if (worker_.stopping()) {
@@ -168,10 +169,26 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
         ClientRequestParser parser;
         parser.body_limit(cfg.max_body_bytes);
         parser.header_limit(cfg.max_header_bytes);
-        // One deadline for the whole request: the idle wait, its header and its body.
-        deadline_.arm(std::chrono::milliseconds(cfg.client_idle_ms));
-        auto [hec, n] = co_await http::async_read_header(stream_, buffer_, parser, use_nothrow);
-        beast::error_code ec = hec;
+        // Three deadlines, as nginx has: the wait for a request's first byte (keep-alive idle,
+        // or client_header_ms on a new connection), the whole head within client_header_ms of
+        // its first byte (a head dribbled a byte at a time must not hold the connection for
+        // ever), and client_body_ms between two reads of the body.
+        beast::error_code ec;
+        if (buffer_.size() == 0) {
+            deadline_.arm(std::chrono::milliseconds(first ? cfg.client_header_ms
+                                                          : cfg.client_idle_ms));
+            auto [rec, rn] = co_await stream_.async_read_some(
+                buffer_.prepare(beast::read_size(buffer_, 65536)), use_nothrow);
+            buffer_.commit(rn);
+            ec = deadline_.settle(rec);
+        }
+        first = false;
+        const bool head_started = buffer_.size() > 0;
+        if (!ec) {
+            deadline_.arm(std::chrono::milliseconds(cfg.client_header_ms));
+            auto [hec, n] = co_await http::async_read_header(stream_, buffer_, parser, use_nothrow);
+            ec = deadline_.settle(hec);
+        }
         if (!ec) {
             idle_ = false;
             // Refuse an over-long body before reading it, and tell a client that waits for
@@ -185,33 +202,55 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
                     beast::iequals(parser.get()[http::field::expect], "100-continue")) {
                     http::response<http::empty_body> cont{http::status::continue_,
                                                           parser.get().version()};
+                    deadline_.arm(std::chrono::milliseconds(cfg.client_body_ms));
                     auto [cec, cn] = co_await http::async_write(stream_, cont, use_nothrow);
-                    ec = cec;
+                    ec = deadline_.settle(cec);
                 }
-                if (!ec) {
-                    // Room for the whole body at once: Beast reads into the buffer's free
-                    // capacity (512 bytes at first), one syscall per fill.
-                    if (length) {
-                        buffer_.reserve(buffer_.size() + static_cast<size_t>(*length));
-                    }
-                    auto [bec, bn] = co_await http::async_read(stream_, buffer_, parser, use_nothrow);
-                    ec = bec;
+                // Room for the whole body at once: Beast reads into the buffer's free
+                // capacity (512 bytes at first), one syscall per fill.
+                if (!ec && length) {
+                    buffer_.reserve(buffer_.size() + static_cast<size_t>(*length));
+                }
+                // A body already in the buffer (the common case) is parsed with no read.
+                while (!ec && !parser.is_done()) {
+                    deadline_.arm(std::chrono::milliseconds(cfg.client_body_ms));
+                    auto [bec, bn] =
+                        co_await http::async_read_some(stream_, buffer_, parser, use_nothrow);
+                    ec = deadline_.settle(bec);
                 }
             }
         }
-        ec = deadline_.settle(ec);
         idle_ = false;
         if (ec) {
             const unsigned version = parser.is_header_done() ? parser.get().version() : 11;
             // The client's dialect when its request line names a generation route; otherwise
             // the OpenAI shape, which every JSON client can read.
             canonical::Dialect dialect = canonical::Dialect::openai_chat;
-            if (parser.is_header_done()) {
-                const Route route =
-                    match_route(parser.get().method_string(), parser.get().target());
-                if (route.kind == Route::Kind::generate) {
-                    dialect = route.dialect;
+            Route route;
+            // A head cut short still names its route once its request line is parsed (Beast
+            // parses the line before the fields have all arrived).
+            if (parser.is_header_done() || !parser.get().method_string().empty()) {
+                route = match_route(parser.get().method_string(), parser.get().target());
+            }
+            if (route.kind == Route::Kind::generate) {
+                dialect = route.dialect;
+            }
+            if (ec == beast::error::timeout) {
+                if (parser.is_header_done()) {
+                    co_await reject(http::status::request_timeout,
+                                    "the request body stalled: nothing arrived for " +
+                                        std::to_string(cfg.client_body_ms) +
+                                        " ms (client_body_ms); send the body without pauses",
+                                    version, dialect);
+                } else if (head_started) {
+                    co_await reject(http::status::request_timeout,
+                                    "the request head did not arrive within " +
+                                        std::to_string(cfg.client_header_ms) +
+                                        " ms of its first byte (client_header_ms); send the "
+                                        "request line and headers at once",
+                                    version, dialect);
                 }
+                break;  // no byte of a request yet: an idle connection, closed quietly
             }
             if (auto refusal = parser.framing_refusal(ec)) {
                 co_await reject(refusal->status, std::move(refusal->message), version, dialect);

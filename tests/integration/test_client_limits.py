@@ -142,5 +142,90 @@ backends:
         self.assertIn("no connection is idle: new connections get 503", proxy.stderr_text())
 
 
+class RequestDeadlines(unittest.TestCase):
+    """One 120 s deadline covered idle, head and body: a head sent a byte at a time held its
+    connection for as long as the bytes kept coming."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.emu = start(cls, Emulator, "openai", MODEL)
+        # The idle wait between requests stays long: only the head and body deadlines may fire.
+        cls.proxy = start(cls, Proxy, config_yaml=f"""
+client_idle_ms: 60000
+client_header_ms: 400
+client_body_ms: 400
+backends:
+  - url: {cls.emu.url}
+    dialect: openai
+    model: {MODEL}
+""")
+
+    def dribble(self, s: socket.socket, data: bytes, interval: float) -> threading.Event:
+        """Sends `data` a byte every `interval` seconds from a thread (the attack itself, not
+        a synchronisation); stops at the first failed send or when the returned event is set."""
+        stop = threading.Event()
+
+        def run():
+            for i in range(len(data)):
+                if stop.wait(interval):
+                    return
+                try:
+                    s.sendall(data[i:i + 1])
+                except OSError:
+                    return
+        threading.Thread(target=run, daemon=True).start()
+        self.addCleanup(stop.set)
+        return stop
+
+    def test_a_dribbled_head_gets_408_in_the_clients_dialect(self):
+        s = connect(self.proxy.port)
+        self.addCleanup(s.close)
+        # The request line arrives whole, so the route (Anthropic's) is known; the rest of the
+        # head comes a byte every 50 ms: each byte is well within any per-read timeout.
+        s.sendall(b"POST /v1/messages HTTP/1.1\r\n")
+        started = time.monotonic()
+        self.dribble(s, b"Host: infergate\r\nContent-Type: application/json\r\n" * 20, 0.05)
+        status, headers, body = read_response(s)
+        elapsed = time.monotonic() - started
+        self.assertEqual(status, 408, body)
+        self.assertEqual(headers.get("connection"), "close")
+        doc = json.loads(body)
+        self.assertEqual(doc["type"], "error")  # Anthropic's error shape
+        self.assertIn("client_header_ms", doc["error"]["message"])
+        self.assertLess(elapsed, 5.0)
+
+    def test_a_stalled_body_gets_408(self):
+        s = connect(self.proxy.port)
+        self.addCleanup(s.close)
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: infergate\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\"")
+        status, headers, body = read_response(s)
+        self.assertEqual(status, 408, body)
+        self.assertEqual(headers.get("connection"), "close")
+        self.assertIn("client_body_ms", json.loads(body)["error"]["message"])
+
+    def test_a_body_that_keeps_coming_is_read_whole(self):
+        # Longer in all than client_body_ms, but never a pause as long: it is a slow client,
+        # not a stalled one.
+        body = json.dumps({"model": MODEL, "prompt": "hi", "max_tokens": 2}).encode()
+        s = connect(self.proxy.port)
+        self.addCleanup(s.close)
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: infergate\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: " +
+                  str(len(body)).encode() + b"\r\n\r\n")
+        pieces = [body[i:i + 5] for i in range(0, len(body), 5)]
+        for piece in pieces:
+            time.sleep(0.05)  # the client's pace (the total outlasts client_body_ms)
+            s.sendall(piece)
+        status, _, answer = read_response(s)
+        self.assertEqual(status, 200, answer)
+        self.assertGreater(len(pieces) * 0.05, 0.4)
+
+    def test_a_connection_that_sends_nothing_is_closed_without_an_answer(self):
+        s = connect(self.proxy.port)
+        self.addCleanup(s.close)
+        self.assertEqual(s.recv(1024), b"")
+
+
 if __name__ == "__main__":
     unittest.main()
