@@ -227,5 +227,38 @@ backends:
         self.assertEqual(s.recv(1024), b"")
 
 
+class RequestTargetAndHost(unittest.TestCase):
+    """HTTP/1.1 without Host got 200 (RFC 9112 §3.2: 400); an absolute-form target got 404."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.emu = start(cls, Emulator, "openai", MODEL)
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.emu.url, "--upstream-dialect", "openai",
+                                       "--model", MODEL])
+
+    def exchange(self, wire: bytes) -> tuple[int, dict[str, str], bytes]:
+        s = connect(self.proxy.port)
+        self.addCleanup(s.close)
+        s.sendall(wire)
+        return read_response(s)
+
+    def test_http11_without_host_gets_400_saying_to_send_it(self):
+        status, headers, body = self.exchange(completion_request(host=False))
+        self.assertEqual(status, 400, body)
+        self.assertEqual(headers.get("connection"), "close")
+        self.assertIn("send Host:", json.loads(body)["error"]["message"])
+
+    def test_http10_without_host_is_served(self):
+        status, _, body = self.exchange(completion_request(host=False, version="HTTP/1.0"))
+        self.assertEqual(status, 200, body)
+        self.assertEqual(json.loads(body)["model"], MODEL)
+
+    def test_an_absolute_form_target_is_routed_by_its_path(self):
+        target = f"http://127.0.0.1:{self.proxy.port}/v1/completions"
+        status, _, body = self.exchange(completion_request(path=target))
+        self.assertEqual(status, 200, body)
+        self.assertEqual(json.loads(body)["object"], "text_completion")
+
+
 if __name__ == "__main__":
     unittest.main()
