@@ -39,7 +39,8 @@ struct Url {
 std::optional<Url> parse_url(std::string_view text, std::string& error,
                              std::string* note = nullptr);
 
-// Parses HOST:PORT ([::1]:PORT for IPv6; an empty host means 0.0.0.0).
+// Parses HOST:PORT ([::1]:PORT for IPv6; an empty host means 0.0.0.0). HOST may be a name
+// (localhost), resolved when the server starts.
 bool parse_listen(std::string_view text, std::string& host, uint16_t& port, std::string& error);
 
 struct Timeouts {
@@ -68,7 +69,9 @@ struct Alias {
 };
 
 struct Config {
-    std::string listen_host = "0.0.0.0";
+    // This host only by default, as SGLang's own default: there is no client authentication
+    // yet, and a backend key is injected into every request (docs/security.md).
+    std::string listen_host = "127.0.0.1";
     uint16_t listen_port = 30000;  // SGLang's default, so old scripts' URLs stay right
     int threads = 1;
     uint64_t max_body_bytes = 8 * 1024 * 1024;

@@ -52,6 +52,7 @@ TEST_CASE("defaults: SGLang's port, generous timeouts") {
     auto r = load_yaml_text("backends: [{url: 'http://127.0.0.1:8000'}]");
     REQUIRE(r.errors.empty());
     CHECK(r.config->listen_port == 30000);
+    CHECK(r.config->listen_host == "127.0.0.1");  // this host only, as SGLang
     CHECK(r.config->backend().dialect == BackendDialect::auto_detect);
     CHECK(r.config->backend().timeouts.first_byte_ms >= 600000);
     CHECK(r.config->backend().timeouts.total_ms == 0);
@@ -184,6 +185,11 @@ TEST_CASE("listen addresses") {
     CHECK(port == 0);
     CHECK(parse_listen("[::1]:30000", host, port, err));
     CHECK(host == "::1");
+    CHECK(parse_listen("localhost:30000", host, port, err));  // a name, resolved at start
+    CHECK(host == "localhost");
+    CHECK(parse_listen("[::]:8080", host, port, err));
+    CHECK(host == "::");
+    CHECK(port == 8080);
     CHECK_FALSE(parse_listen("127.0.0.1", host, port, err));
     CHECK_FALSE(parse_listen("127.0.0.1:x", host, port, err));
 }

@@ -260,5 +260,57 @@ class RequestTargetAndHost(unittest.TestCase):
         self.assertEqual(json.loads(body)["object"], "text_completion")
 
 
+class ListenAddresses(unittest.TestCase):
+    """--listen localhost:PORT ('localhost' is not an IP address) failed to start."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.emu = start(cls, Emulator, "openai", MODEL)
+
+    def proxy(self, listen: str) -> Proxy:
+        p = Proxy(["--upstream", self.emu.url, "--upstream-dialect", "openai", "--model", MODEL,
+                   "--listen", listen])
+        self.addCleanup(p.cleanup_files)
+        self.addCleanup(p.stop)
+        return p
+
+    def health(self, host: str, port: int) -> int:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family) as s:
+            s.settimeout(10)
+            s.connect((host, port))
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            return read_response(s)[0]
+
+    def test_localhost_is_resolved(self):
+        p = self.proxy("localhost:0")
+        self.assertEqual(p.host, "127.0.0.1")
+        self.assertEqual(self.health("127.0.0.1", p.port), 200)
+        self.assertIn("exposed: this host only (loopback); client auth: off", p.stderr_text())
+
+    def test_every_ipv6_interface(self):
+        if not socket.has_ipv6:
+            self.skipTest("no IPv6 on this host")
+        p = self.proxy("[::]:0")
+        self.assertEqual(p.host, "[::]")
+        self.assertEqual(self.health("::1", p.port), 200)
+        self.assertIn("exposed: the network (a non-loopback address)", p.stderr_text())
+
+    def test_an_injected_backend_key_on_the_network_is_warned_about(self):
+        import os
+        os.environ["INFERGATE_TEST_EXPOSURE_KEY"] = "sk-exposure"
+        self.addCleanup(os.environ.pop, "INFERGATE_TEST_EXPOSURE_KEY", None)
+        p = self.proxy("0.0.0.0:0")
+        p2 = Proxy(["--upstream", self.emu.url, "--upstream-dialect", "openai", "--model", MODEL,
+                    "--api-key-env", "INFERGATE_TEST_EXPOSURE_KEY", "--listen", "0.0.0.0:0"])
+        self.addCleanup(p2.cleanup_files)
+        self.addCleanup(p2.stop)
+        log = p2.stderr_text()
+        self.assertIn("backend key: injected from $INFERGATE_TEST_EXPOSURE_KEY", log)
+        self.assertIn("anyone who can reach it uses the backend's credentials", log)
+        self.assertNotIn("sk-exposure", log)
+        self.assertIn("backend key: none", p.stderr_text())
+
+
 if __name__ == "__main__":
     unittest.main()
