@@ -27,17 +27,25 @@ struct Url {
     std::string host;  // an IPv6 address without its brackets
     uint16_t port = 0;
     std::string base_path;  // without a trailing slash; "" for the root
+    // From userinfo (http://user:pass@host): base64 of "user:pass", percent-decoded, for an
+    // upstream "Authorization: Basic ..." (RFC 7617) when no api key is configured. A secret:
+    // authority() and text() never show it; "" without userinfo.
+    std::string basic_auth;
     // HOST:PORT as the Host header and URLs write it: [::1]:8000 for an IPv6 address.
     std::string authority() const;
-    std::string text() const;  // scheme://authority/base
+    std::string text() const;  // scheme://authority/base, never the userinfo
 };
-// Parses http://HOST[:PORT][/base] and https://...; nullopt with `error` set otherwise.
+// Parses http://[USER[:PASS]@]HOST[:PORT][/base] and https://...; nullopt with `error` set
+// otherwise. Neither `error` nor `note` ever quotes the userinfo (it reads "***@").
 // A trailing /v1 on the path is the OpenAI base-URL habit (OPENAI_BASE_URL=http://h:8000/v1),
 // not a prefix: every engine serves its routes, /v1/... included, from the base, so it is
 // dropped and `note` (when given) says so. A path that ends in an API route
 // (/v1/chat/completions, /generate, ...) is an error naming the base URL to give instead.
 std::optional<Url> parse_url(std::string_view text, std::string& error,
                              std::string* note = nullptr);
+
+// RFC 4648 base64, with padding.
+std::string base64(std::string_view bytes);
 
 // Parses HOST:PORT ([::1]:PORT for IPv6; an empty host means 0.0.0.0). HOST may be a name
 // (localhost), resolved when the server starts.

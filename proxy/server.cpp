@@ -94,8 +94,11 @@ void Server::log_exposure(const std::vector<tcp::endpoint>& bound) const {
     line += b.api_key.empty() ? "; backend key: none"
                               : "; backend key: injected from $" + b.api_key_env +
                                     " into every request";
+    if (b.api_key.empty() && !b.url.basic_auth.empty()) {
+        line += "; backend credentials: Basic, from the backend URL";
+    }
     line += "; /metrics and /get_server_info: on this listener";
-    if (!loopback_only && !b.api_key.empty()) {
+    if (!loopback_only && (!b.api_key.empty() || !b.url.basic_auth.empty())) {
         // Whoever can reach the port spends the operator's key: say so where it is seen.
         log::warn(line + " -- anyone who can reach it uses the backend's credentials; listen "
                          "on 127.0.0.1, or keep the port behind a firewall");

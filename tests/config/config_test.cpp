@@ -262,3 +262,51 @@ backends: [{url: 'http://127.0.0.1:8000'}]
     CHECK(has_error(bad, "client_header_ms: must be > 0"));
     CHECK(has_error(bad, "client_body_ms: must be > 0"));
 }
+
+TEST_CASE("credentials in a backend URL become Basic auth and are never shown") {
+    CHECK(base64("") == "");
+    CHECK(base64("f") == "Zg==");
+    CHECK(base64("fo") == "Zm8=");
+    CHECK(base64("foo") == "Zm9v");
+    CHECK(base64("user:secret") == "dXNlcjpzZWNyZXQ=");
+    std::string err;
+    auto u = parse_url("http://user:secret@vllm.internal:8000/base", err);
+    REQUIRE(u);
+    CHECK(u->host == "vllm.internal");  // not "user:secret@vllm.internal"
+    CHECK(u->port == 8000);
+    CHECK(u->base_path == "/base");
+    CHECK(u->basic_auth == base64("user:secret"));
+    CHECK(u->text() == "http://vllm.internal:8000/base");
+    CHECK(u->authority() == "vllm.internal:8000");
+    // Percent-encoded (RFC 3986 §2.1), an '@' in the password, IPv6, no password.
+    u = parse_url("https://us%20er:p%40ss:w@[::1]:9000", err);
+    REQUIRE(u);
+    CHECK(u->host == "::1");
+    CHECK(u->basic_auth == base64("us er:p@ss:w"));
+    CHECK(u->text() == "https://[::1]:9000");
+    u = parse_url("http://token@h", err);
+    REQUIRE(u);
+    CHECK(u->basic_auth == base64("token:"));
+    u = parse_url("http://h:8000", err);
+    REQUIRE(u);
+    CHECK(u->basic_auth.empty());
+    // An '@' in the path is not userinfo.
+    u = parse_url("http://h:8000/a@b", err);
+    REQUIRE(u);
+    CHECK(u->host == "h");
+    CHECK(u->basic_auth.empty());
+    // Errors and notes quote the URL without the secret.
+    CHECK_FALSE(parse_url("http://user:secret@h:99999", err));
+    CHECK(err.find("secret") == std::string::npos);
+    CHECK(err.find("http://***@h:99999") != std::string::npos);
+    CHECK_FALSE(parse_url("http://user:secret@h:8000/v1/chat/completions", err));
+    CHECK(err.find("secret") == std::string::npos);
+    std::string note;
+    u = parse_url("http://user:secret@h:8000/v1", err, &note);
+    REQUIRE(u);
+    CHECK_FALSE(note.empty());
+    CHECK(note.find("secret") == std::string::npos);
+    auto r = load_yaml_text("backends: [{url: 'ftp://user:secret@h'}]");
+    REQUIRE_FALSE(r.errors.empty());
+    CHECK(r.errors[0].find("secret") == std::string::npos);
+}

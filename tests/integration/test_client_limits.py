@@ -312,5 +312,38 @@ class ListenAddresses(unittest.TestCase):
         self.assertIn("backend key: none", p.stderr_text())
 
 
+class BackendUrlCredentials(unittest.TestCase):
+    """http://user:secret@host was read as a host named 'user:secret@host' and shown in
+    /get_server_info, logs and error bodies."""
+
+    def test_userinfo_goes_upstream_as_basic_auth_and_is_never_shown(self):
+        import base64
+        from harness import wait_until
+        from scripted import ScriptedBackend, json_reply
+        backend = ScriptedBackend()
+        self.addCleanup(backend.stop)
+        backend.route("POST", CMPL, json_reply({"error": {"message": "backend says no"}}, 500,
+                                               reason="Internal Server Error"))
+        url = backend.url.replace("http://", "http://us%40er:s3cr3t-pw@")
+        proxy = Proxy(["--upstream", url, "--upstream-dialect", "openai", "--model", MODEL])
+        self.addCleanup(proxy.cleanup_files)
+        self.addCleanup(proxy.stop)
+        expected = "Basic " + base64.b64encode(b"us@er:s3cr3t-pw").decode()
+        # The start-up probe of the backend's info routes carries the credentials.
+        wait_until(lambda: any(r.header("Authorization") == expected for r in backend.requests),
+                   timeout=10, what="a probe request with Authorization: Basic")
+        info = request(proxy.port, "GET", "/get_server_info")
+        self.assertEqual(info.status, 200, info.body)
+        self.assertIn(backend.url, info.body.decode())
+        failed = post_json(proxy.port, CMPL, {"model": MODEL, "prompt": "x", "max_tokens": 1})
+        self.assertGreaterEqual(failed.status, 400)
+        for where, text in (("/get_server_info", info.body.decode()),
+                            ("an error body", failed.body.decode()),
+                            ("the log", proxy.stderr_text())):
+            self.assertNotIn("s3cr3t", where + text, where)
+            self.assertNotIn("us@er", text, where)
+        self.assertIn("backend credentials: Basic, from the backend URL", proxy.stderr_text())
+
+
 if __name__ == "__main__":
     unittest.main()
