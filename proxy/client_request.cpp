@@ -211,6 +211,16 @@ std::optional<ClientRequestParser::Refusal> ClientRequestParser::framing_refusal
     if (ec == http::error::bad_content_length && has_transfer_encoding_) {
         return both_framings();
     }
+    // A version other than HTTP/1.0 or 1.1: above all the h2c connection preface
+    // ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") of an HTTP/2 client with prior knowledge. nginx
+    // answers a version it does not speak on an HTTP/1 port with 505 (ngx_http_request.c,
+    // NGX_HTTP_PARSE_INVALID_VERSION); so does this, naming what to send instead.
+    if (ec == http::error::bad_version) {
+        return Refusal{http::status::http_version_not_supported,
+                       "this port speaks HTTP/1.1 and HTTP/1.0 only, not HTTP/2 or another "
+                       "version; send HTTP/1.1 requests (an HTTP/2 client must not use prior "
+                       "knowledge here: curl without --http2-prior-knowledge)"};
+    }
     return std::nullopt;
 }
 

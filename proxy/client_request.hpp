@@ -76,7 +76,8 @@ public:
         http::status status;  // 400, or 501 for a coding before `chunked` we cannot decode
         std::string message;  // names the header and says what to send instead
     };
-    // The same for an HTTP/1.1 request without exactly one Host (400, RFC 9112 §3.2).
+    // The same for an HTTP/1.1 request without exactly one Host (400, RFC 9112 §3.2), and
+    // 505 for a version other than 1.0 and 1.1 (the HTTP/2 preface).
     // The refusal behind a parse error `ec`, or nullopt when `ec` is about something else.
     std::optional<Refusal> framing_refusal(beast::error_code ec) const;
 

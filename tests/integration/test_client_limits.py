@@ -253,6 +253,23 @@ class RequestTargetAndHost(unittest.TestCase):
         self.assertEqual(status, 200, body)
         self.assertEqual(json.loads(body)["model"], MODEL)
 
+    def test_an_http2_preface_gets_505_and_a_close(self):
+        # What `curl --http2-prior-knowledge` sends first (RFC 9113 §3.4), then a SETTINGS frame.
+        s = connect(self.proxy.port)
+        self.addCleanup(s.close)
+        s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        status, headers, body = read_response(s)
+        self.assertEqual(status, 505, body)
+        self.assertEqual(headers.get("connection"), "close")
+        self.assertIn("not HTTP/2", json.loads(body)["error"]["message"])
+        rest = b""
+        while True:  # then the connection ends, with nothing more written
+            data = s.recv(4096)
+            if not data:
+                break
+            rest += data
+        self.assertEqual(rest, b"")
+
     def test_an_absolute_form_target_is_routed_by_its_path(self):
         target = f"http://127.0.0.1:{self.proxy.port}/v1/completions"
         status, _, body = self.exchange(completion_request(path=target))

@@ -205,4 +205,15 @@ TEST_CASE("client request: an absolute-form target is routed by its path and que
     CHECK(parse("GET /http://h/x HTTP/1.1\r\nHost: h\r\n\r\n").target() == "/http://h/x");
 }
 
+TEST_CASE("client request: an HTTP/2 preface or any version above 1.x gets 505") {
+    const auto h2c = head_refusal("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    REQUIRE(h2c.has_value());
+    CHECK(h2c->status == http::status::http_version_not_supported);
+    CHECK(h2c->message.find("not HTTP/2") != std::string::npos);
+    const auto v3 = head_refusal("GET /health HTTP/3.0\r\nHost: h\r\n\r\n");
+    REQUIRE(v3.has_value());
+    CHECK(v3->status == http::status::http_version_not_supported);
+    CHECK_FALSE(head_refusal("GET /health HTTP/1.1\r\nHost: h\r\n\r\n").has_value());
+}
+
 }  // namespace infergate
