@@ -148,9 +148,8 @@ std::optional<Url> parse_url(std::string_view raw, std::string& error, std::stri
         const size_t scheme_end = raw.find("://");
         const size_t start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
         const size_t end = raw.find_first_of("/?#", start);
-        const std::string_view auth = raw.substr(start, end == std::string_view::npos
-                                                            ? std::string_view::npos
-                                                            : end - start);
+        const std::string_view auth =
+            raw.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
         const size_t at = auth.rfind('@');
         if (at != std::string_view::npos) {
             userinfo = auth.substr(0, at);
@@ -396,8 +395,9 @@ std::vector<std::string> validate(const Config& c) {
         errors.push_back("limits.max_header_bytes: must be >= 1024");
     }
     if (c.max_connections < 0) {
-        errors.push_back("limits.max_connections: must be >= 1, or 0 to derive it from the "
-                         "file descriptor limit");
+        errors.push_back(
+            "limits.max_connections: must be >= 1, or 0 to derive it from the "
+            "file descriptor limit");
     }
     if (c.client_idle_ms <= 0) {
         errors.push_back("client_idle_ms: must be > 0");
@@ -510,9 +510,10 @@ LoadResult load_yaml_text(std::string_view text) {
     if (root.IsNull()) {
         root = YAML::Node(YAML::NodeType::Map);
     }
-    r.check_keys(root, "", {"listen", "threads", "limits", "backends", "models", "log_level",
-                            "client_idle_ms", "client_header_ms", "client_body_ms",
-                            "shutdown_grace_ms", "access_log"});
+    r.check_keys(
+        root, "",
+        {"listen", "threads", "limits", "backends", "models", "log_level", "client_idle_ms",
+         "client_header_ms", "client_body_ms", "shutdown_grace_ms", "access_log"});
     if (!r.errors.empty() && !root.IsMap()) {
         return LoadResult{nullptr, r.errors, {}};
     }

@@ -130,13 +130,13 @@ void ClientRequestParser::on_field_impl(http::field id, beast::string_view name,
 void ClientRequestParser::on_header_impl(beast::error_code& ec) {
     // RFC 9112 §3.2: an HTTP/1.1 request without exactly one Host gets 400 (HTTP/1.0 had none).
     if (request_.version_ >= 11 && hosts_ != 1) {
-        refusal_ = Refusal{http::status::bad_request,
-                           hosts_ == 0
-                               ? "the HTTP/1.1 request has no Host header, which RFC 9112 §3.2 "
-                                 "requires; send Host: with the server's name and port"
-                               : "the request has " + std::to_string(hosts_) +
-                                     " Host headers; RFC 9112 §3.2 allows exactly one: send "
-                                     "a single Host: with the server's name and port"};
+        refusal_ =
+            Refusal{http::status::bad_request,
+                    hosts_ == 0 ? "the HTTP/1.1 request has no Host header, which RFC 9112 §3.2 "
+                                  "requires; send Host: with the server's name and port"
+                                : "the request has " + std::to_string(hosts_) +
+                                      " Host headers; RFC 9112 §3.2 allows exactly one: send "
+                                      "a single Host: with the server's name and port"};
         ec = http::error::bad_field;
         return;
     }

@@ -73,8 +73,8 @@ Task<void> Listener::accept_loop() {
             // Out of file descriptors (EMFILE, ENFILE) and the like: the connection waits in the
             // backlog. Free a descriptor if an idle connection holds one, and back off instead
             // of spinning on an accept that fails at once.
-            const bool shed = (ec == net::error::no_descriptors ||
-                               ec.value() == ENFILE) && worker_.shed_oldest_idle();
+            const bool shed = (ec == net::error::no_descriptors || ec.value() == ENFILE) &&
+                              worker_.shed_oldest_idle();
             if (report_due(accept_failed_)) {
                 log::warn("accept failed: " + ec.message() + times(accept_failed_) +
                           "; open client connections: " +

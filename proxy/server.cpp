@@ -91,17 +91,18 @@ void Server::log_exposure(const std::vector<tcp::endpoint>& bound) const {
     std::string line = "exposed: ";
     line += loopback_only ? "this host only (loopback)" : "the network (a non-loopback address)";
     line += "; client auth: off (no client keys yet: whoever reaches the port is served)";
-    line += b.api_key.empty() ? "; backend key: none"
-                              : "; backend key: injected from $" + b.api_key_env +
-                                    " into every request";
+    line += b.api_key.empty()
+                ? "; backend key: none"
+                : "; backend key: injected from $" + b.api_key_env + " into every request";
     if (b.api_key.empty() && !b.url.basic_auth.empty()) {
         line += "; backend credentials: Basic, from the backend URL";
     }
     line += "; /metrics and /get_server_info: on this listener";
     if (!loopback_only && (!b.api_key.empty() || !b.url.basic_auth.empty())) {
         // Whoever can reach the port spends the operator's key: say so where it is seen.
-        log::warn(line + " -- anyone who can reach it uses the backend's credentials; listen "
-                         "on 127.0.0.1, or keep the port behind a firewall");
+        log::warn(line +
+                  " -- anyone who can reach it uses the backend's credentials; listen "
+                  "on 127.0.0.1, or keep the port behind a firewall");
     } else {
         log::info(line);
     }
@@ -141,7 +142,7 @@ Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move
     }
     for (int i = 0; i < config_->threads; ++i) {
         workers_.push_back(std::make_unique<Worker>(i, config_, tls_ ? &*tls_ : nullptr, *metrics_,
-                                                   access_log_fd_, *connections_));
+                                                    access_log_fd_, *connections_));
         // Off the request path: a post to the main thread, which owns the probe.
         workers_.back()->on_backend_down(
             [this] { net::post(control_, [this] { backend_down(); }); });
@@ -286,15 +287,13 @@ int Server::run() {
             }
         }
         if (ec) {
-            const std::string what =
-                "cannot listen on " + net_text(endpoint) + ": " + ec.message();
+            const std::string what = "cannot listen on " + net_text(endpoint) + ": " + ec.message();
             if (addresses.size() == 1) {
                 log::error(what);
                 return 2;
             }
             // A name may resolve to a family the host cannot bind (::1 without IPv6).
-            log::warn(what + " (skipped: '" + config_->listen_host +
-                      "' has other addresses)");
+            log::warn(what + " (skipped: '" + config_->listen_host + "' has other addresses)");
             ec = {};
             continue;
         }
@@ -316,8 +315,7 @@ int Server::run() {
     std::fflush(stdout);
     log::info("infergate listening on " + where + " with " + std::to_string(workers_.size()) +
               " thread(s), backend " + config_->backend().url.text());
-    log::info(fd_note_ + "; at most " + std::to_string(connections_->cap) +
-              " client connections" +
+    log::info(fd_note_ + "; at most " + std::to_string(connections_->cap) + " client connections" +
               (config_->max_connections > 0 ? " (limits.max_connections)"
                                             : " (limits.max_connections unset: half the "
                                               "descriptors, the rest for upstream connections)"));

@@ -175,8 +175,8 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
         // ever), and client_body_ms between two reads of the body.
         beast::error_code ec;
         if (buffer_.size() == 0) {
-            deadline_.arm(std::chrono::milliseconds(first ? cfg.client_header_ms
-                                                          : cfg.client_idle_ms));
+            deadline_.arm(
+                std::chrono::milliseconds(first ? cfg.client_header_ms : cfg.client_idle_ms));
             auto [rec, rn] = co_await stream_.async_read_some(
                 buffer_.prepare(beast::read_size(buffer_, 65536)), use_nothrow);
             buffer_.commit(rn);

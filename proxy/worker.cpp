@@ -17,9 +17,8 @@ Worker::Worker(int index, std::shared_ptr<const config::Config> config, net::ssl
       rng_(std::random_device{}() ^ (static_cast<uint64_t>(index) << 32)),
       connections_(connections) {
     const config::Timeouts& t = config_->backend().timeouts;
-    int64_t shortest =
-        std::min({t.connect_ms, t.first_byte_ms, t.idle_ms, config_->client_idle_ms,
-                  config_->client_header_ms, config_->client_body_ms});
+    int64_t shortest = std::min({t.connect_ms, t.first_byte_ms, t.idle_ms, config_->client_idle_ms,
+                                 config_->client_header_ms, config_->client_body_ms});
     if (t.total_ms > 0) {
         shortest = std::min(shortest, t.total_ms);
     }

@@ -68,7 +68,8 @@ TEST_CASE("client request: line, headers in order, case-insensitive lookup, size
 
 TEST_CASE("client request: a chunked body, keep-alive by version and Connection") {
     const ClientRequest chunked = parse(
-        "POST /generate HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        "POST /generate HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: "
+        "close\r\n\r\n"
         "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
     CHECK(chunked.body() == "abcde");
     CHECK_FALSE(chunked.keep_alive());
