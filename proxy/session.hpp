@@ -15,6 +15,7 @@
 namespace infergate {
 
 class Worker;
+class ClientRequestParser;
 
 // The body of an error answered before any route ran (a request that could not be read), in
 // `dialect`'s error shape. `message` may quote the client's bytes: it is written by the JSON
@@ -43,6 +44,9 @@ public:
 
 private:
     Task<void> linger();
+    // Feeds what buffer_ holds to `parser`, with no I/O: up to the end of the head, or with
+    // `body` as much of the body as is there. need_more is no error here.
+    beast::error_code parse_buffered(ClientRequestParser& parser, bool body);
     // `dialect`: the client's, when its route is known from the request line.
     // `logged`: false when the caller reports it (rate-limited) instead of one line each.
     Task<void> reject(http::status status, std::string message, unsigned version,
