@@ -11,12 +11,12 @@
 #include <utility>
 #include <vector>
 
+#include "translators/backend_kind.hpp"
+
 namespace infergate::config {
 
-// The dialect a backend speaks. `auto_detect` probes its info routes at start-up. `openai` is
-// any OpenAI-compatible server (vLLM's `vllm serve`, the hosted API, ...); the others are the
-// engines' native APIs.
-enum class BackendDialect { auto_detect, openai, sglang, tgi, ollama, llamacpp, vllm_legacy, anthropic };
+// The dialect a backend speaks (translators/backend_kind.hpp).
+using translators::BackendDialect;
 // "auto, openai, sglang, ...": for error messages and --help.
 std::string_view backend_dialect_names();
 std::string_view to_string(BackendDialect d);

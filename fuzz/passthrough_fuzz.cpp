@@ -210,7 +210,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     rq.model = model;
     rq.include_usage = in.ConsumeBool();
     rq.continuous_usage = in.ConsumeBool();
-    // The llama.cpp names of the fast path (proxy/exchange.cpp, fast_path_body), and one more
+    // The llama.cpp names of the fast path (translators/passthrough.cpp, passthrough_request), and one more
     // between keys the generator uses often.
     static constexpr openai::Rename kRenames[] = {{"max_completion_tokens", "max_tokens"},
                                                   {"repetition_penalty", "repeat_penalty"},

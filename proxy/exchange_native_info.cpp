@@ -2,8 +2,9 @@
 // knows about its backend, in each engine's own shape (api-dialects §5.8, §6.1, §6.9, §7.8, §8):
 // Ollama's GET /, /api/tags, /api/ps, /api/version, /api/show; TGI's /info; llama.cpp's /props;
 // Anthropic's /v1/models. The model list is the same everywhere: the served model and the aliases.
-#include "proxy/exchange_detail.hpp"
+#include "proxy/exchange.hpp"
 #include "proxy/worker.hpp"
+#include "translators/health.hpp"
 #include "translators/info.hpp"
 
 namespace infergate {
@@ -13,7 +14,7 @@ Task<bool> Exchange::root() {
         co_return co_await generate(canonical::Dialect::tgi, "/");  // TGI's compat route
     }
     // Ollama's liveness answer (GET and HEAD); TGI's GET / health check reads only the status.
-    co_return co_await send(http::status::ok, std::string(translators::ollama::kRootBody),
+    co_return co_await client_.send(http::status::ok, std::string(translators::ollama::kRootBody),
                             translators::ollama::kRootContentType);
 }
 
@@ -23,67 +24,54 @@ Task<bool> Exchange::ollama_tags(bool running) {
     const auto c = catalogue();
     std::string body =
         running ? translators::ollama::encode_ps(c) : translators::ollama::encode_tags(c);
-    co_return co_await send(http::status::ok, std::move(body));
+    co_return co_await client_.send(http::status::ok, std::move(body));
 }
 
 Task<bool> Exchange::ollama_version() {
     std::string body = translators::ollama::encode_version();
-    co_return co_await send(http::status::ok, std::move(body));
+    co_return co_await client_.send(http::status::ok, std::move(body));
 }
 
 Task<bool> Exchange::ollama_show() {
     auto body = translators::ollama::encode_show(catalogue(), request_.body());
     if (!body) {
-        outcome_ = Outcome::rejected;
-        co_return co_await send_error(translators::codec_for(canonical::Dialect::ollama_chat),
+        meter_.set_outcome(Outcome::rejected);
+        co_return co_await client_.send_error(translators::codec_for(canonical::Dialect::ollama_chat),
                                       body.error());
     }
-    co_return co_await send(http::status::ok, std::move(body.value()));
+    co_return co_await client_.send(http::status::ok, std::move(body.value()));
 }
 
 Task<bool> Exchange::tgi_info() {
     std::string body = translators::tgi::encode_info(catalogue());
-    co_return co_await send(http::status::ok, std::move(body));
+    co_return co_await client_.send(http::status::ok, std::move(body));
 }
 
 Task<bool> Exchange::llamacpp_props() {
     const auto& info = worker_.backend();
-    if (info.ready && info.dialect == config::BackendDialect::llamacpp) {
-        // A llama.cpp backend answers for itself: its slots, model file, chat template, build
-        // and generation defaults are facts only it knows.
-        const translators::Codec& llama = translators::codec_for(canonical::Dialect::llamacpp);
-        if (!co_await call_upstream(http::verb::get,
-                                    worker_.pool().backend().url.base_path + "/props", {}, false)) {
-            co_return co_await send_error(llama, error_);
-        }
-        std::string body;
-        const auto ec = co_await read_upstream_body(body);
-        finish_upstream(!ec);
-        if (ec) {
-            co_return co_await send_error(llama, upstream_failure(ec, "reading the response"));
-        }
-        const std::string_view ctype = upstream_->parser->content_type();
-        co_return co_await send(static_cast<http::status>(upstream_->status()), std::move(body),
-                                ctype.empty() ? "application/json" : ctype);
+    if (info.ready && translators::answers_info_route(info.dialect, "/props")) {
+        // A llama.cpp backend answers for itself.
+        co_return co_await relay_get("/props",
+                                     translators::codec_for(canonical::Dialect::llamacpp));
     }
     // Another engine: only what infergate knows.
     std::string body = translators::llamacpp::encode_props(catalogue());
-    co_return co_await send(http::status::ok, std::move(body));
+    co_return co_await client_.send(http::status::ok, std::move(body));
 }
 
 Task<bool> Exchange::anthropic_models(std::string_view id) {
     const auto c = catalogue();
     if (id.empty()) {
         std::string body = translators::anthropic::encode_models(c);
-        co_return co_await send(http::status::ok, std::move(body));
+        co_return co_await client_.send(http::status::ok, std::move(body));
     }
     auto body = translators::anthropic::encode_model(c, id);
     if (!body) {
-        outcome_ = Outcome::rejected;
-        co_return co_await send_error(translators::codec_for(canonical::Dialect::anthropic),
+        meter_.set_outcome(Outcome::rejected);
+        co_return co_await client_.send_error(translators::codec_for(canonical::Dialect::anthropic),
                                       body.error());
     }
-    co_return co_await send(http::status::ok, std::move(body.value()));
+    co_return co_await client_.send(http::status::ok, std::move(body.value()));
 }
 
 }  // namespace infergate

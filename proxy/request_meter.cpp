@@ -1,6 +1,12 @@
 #include "proxy/request_meter.hpp"
 
+#include <unistd.h>
+
+#include <ctime>
+
+#include "proxy/client_request.hpp"
 #include "proxy/log.hpp"
+#include "proxy/worker.hpp"
 #include "translators/canonical/json.hpp"
 
 namespace infergate {
@@ -18,7 +24,76 @@ void append_quoted(std::string& out, std::string_view text) {
     json::string(w, text);
 }
 
+OutcomeLabel outcome_label(Outcome o) {
+    switch (o) {
+        case Outcome::ok: return OutcomeLabel::ok;
+        case Outcome::client_disconnect: return OutcomeLabel::client_disconnect;
+        case Outcome::upstream_error: return OutcomeLabel::upstream_error;
+        case Outcome::inband_error: return OutcomeLabel::inband_error;
+        case Outcome::truncated: return OutcomeLabel::truncated;
+        case Outcome::timeout: return OutcomeLabel::timeout;
+        case Outcome::rejected: return OutcomeLabel::rejected;
+    }
+    return OutcomeLabel::ok;
+}
+
+void write_optional(json::Writer& w, const char* key, const std::optional<int64_t>& v) {
+    w.Key(key);
+    if (v) {
+        w.Int64(*v);
+    } else {
+        w.Null();
+    }
+}
+
+void write_ms(json::Writer& w, const char* key, const std::optional<double>& seconds) {
+    w.Key(key);
+    if (seconds) {
+        w.Double(static_cast<double>(static_cast<int64_t>(*seconds * 1e6)) / 1e3);
+    } else {
+        w.Null();
+    }
+}
+
+void write_string(json::Writer& w, const char* key, std::string_view value) {
+    w.Key(key);
+    w.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
+}
+
+double seconds(std::chrono::steady_clock::duration d) {
+    return std::chrono::duration<double>(d).count();
+}
+
 }  // namespace
+
+std::string_view to_string(Outcome o) {
+    switch (o) {
+        case Outcome::ok: return "ok";
+        case Outcome::client_disconnect: return "client_disconnect";
+        case Outcome::upstream_error: return "upstream_error";
+        case Outcome::inband_error: return "inband_error";
+        case Outcome::truncated: return "truncated";
+        case Outcome::timeout: return "timeout";
+        case Outcome::rejected: return "rejected";
+    }
+    return "ok";
+}
+
+RouteLabel route_label(canonical::Dialect front) {
+    using canonical::Dialect;
+    switch (front) {
+        case Dialect::sglang: return RouteLabel::sglang_generate;
+        case Dialect::openai_completions: return RouteLabel::openai_completions;
+        case Dialect::openai_chat: return RouteLabel::openai_chat;
+        case Dialect::tgi: return RouteLabel::tgi_generate;
+        case Dialect::ollama_generate: return RouteLabel::ollama_generate;
+        case Dialect::ollama_chat: return RouteLabel::ollama_chat;
+        case Dialect::llamacpp: return RouteLabel::llamacpp_completion;
+        case Dialect::vllm_legacy: return RouteLabel::vllm_generate;
+        case Dialect::anthropic: return RouteLabel::anthropic_messages;
+    }
+    return RouteLabel::openai_completions;
+}
 
 bool request_failed(int status, std::string_view outcome) {
     return outcome != "ok" || status >= 400;
@@ -58,6 +133,140 @@ void log_failure(std::string_view request_id, int status, std::string_view outco
         return;
     }
     log::warn(failure_line(request_id, status, outcome, failure));
+}
+
+RequestMeter::RequestMeter(Worker& worker, uint64_t bytes_in)
+    : worker_(worker), received_(std::chrono::steady_clock::now()), bytes_in_(bytes_in) {}
+
+void RequestMeter::start_generation(std::string_view front, RouteLabel route) {
+    generation_ = true;
+    front_name_ = front;
+    record_.route = route;
+    record_.model_slot = worker_.metrics_registry().model_slot({});
+    worker_.metrics().request_started();
+}
+
+void RequestMeter::set_model(std::string label) {
+    model_label_ = std::move(label);
+    record_.model_slot = worker_.metrics_registry().model_slot(model_label_);
+}
+
+void RequestMeter::note_content(int64_t tokens) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!first_content_) {
+        first_content_ = now;
+    } else {
+        worker_.metrics().observe_chunk(record_.route, record_.model_slot,
+                                        seconds(now - last_content_), tokens);
+    }
+    last_content_ = now;
+}
+
+void RequestMeter::note_usage(const canonical::Usage& usage) {
+    record_.prompt_tokens = usage.prompt_tokens;
+    record_.completion_tokens = usage.completion_tokens;
+    record_.cached_tokens = usage.cached_tokens;
+}
+
+void RequestMeter::note_upstream_error(UpstreamErrorKind kind) {
+    worker_.metrics().upstream_error(kind);
+}
+
+void RequestMeter::note_connect(std::chrono::steady_clock::duration d) {
+    record_.upstream_connect_seconds = seconds(d);
+}
+
+void RequestMeter::note_first_byte(std::chrono::steady_clock::duration d) {
+    record_.upstream_first_byte_seconds = seconds(d);
+}
+
+canonical::Timing RequestMeter::measured_timing(bool content_now) const {
+    // load_duration: the model was loaded already, so it stays unset.
+    using std::chrono::duration_cast;
+    using std::chrono::nanoseconds;
+    const auto now = std::chrono::steady_clock::now();
+    std::optional<std::chrono::steady_clock::time_point> first = first_content_;
+    std::chrono::steady_clock::time_point last = last_content_;
+    if (content_now) {
+        first = first.value_or(now);
+        last = now;
+    }
+    canonical::Timing t;
+    t.created_unix_ns =
+        duration_cast<nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    t.total_ns = duration_cast<nanoseconds>(now - received_).count();
+    if (first) {
+        t.prompt_eval_ns = duration_cast<nanoseconds>(*first - received_).count();
+        t.eval_ns = duration_cast<nanoseconds>(last - *first).count();
+    }
+    return t;
+}
+
+void RequestMeter::finish(const ClientRequest& request, std::string_view request_id,
+                          std::string_view peer) {
+    const double e2e = seconds(std::chrono::steady_clock::now() - received_);
+    record_.e2e_seconds = e2e;
+    record_.outcome = outcome_label(outcome_);
+    record_.status = status_;
+    record_.streamed = first_content_.has_value();
+    if (first_content_) {
+        record_.ttft_seconds = seconds(*first_content_ - received_);
+        if (record_.completion_tokens && *record_.completion_tokens > 1) {
+            // design.md's definition: (e2e − TTFT) / (output tokens − 1).
+            record_.tpot_seconds = (e2e - *record_.ttft_seconds) /
+                                   static_cast<double>(*record_.completion_tokens - 1);
+        }
+    }
+    record_.overhead_seconds = std::max(0.0, e2e - seconds(waited_));
+    if (generation_) {
+        worker_.metrics().request_finished(record_);
+    }
+    // No status line went out: nginx's 499 ("client closed request") when the client left
+    // first, which log tools know; 0 otherwise (the metrics say status_class="none").
+    const int status = status_ == 0 && outcome_ == Outcome::client_disconnect ? 499 : status_;
+    log_failure(request_id, status, to_string(outcome_), failure_);
+    if (const int fd = worker_.access_log_fd(); fd >= 0) {
+        write_access_log(fd, request, request_id, peer, status, e2e);
+    }
+}
+
+void RequestMeter::write_access_log(int fd, const ClientRequest& request,
+                                    std::string_view request_id, std::string_view peer,
+                                    int status, double e2e) const {
+    std::string line;
+    line.reserve(512);
+    json::StringOut os{&line};
+    json::Writer w(os);
+    char stamp[32];
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    w.StartObject();
+    write_string(w, "time", stamp);
+    write_string(w, "request_id", request_id);
+    write_string(w, "client", peer);
+    write_string(w, "method", request.method_string());
+    write_string(w, "path", request.target().substr(0, 256));
+    write_string(w, "front", front_name_);
+    write_string(w, "back", back_name_);
+    write_string(w, "backend", worker_.pool().backend().name);
+    write_string(w, "model", model_label_);  // logs may hold what the client typed; labels never
+    w.Key("status");
+    w.Int(status);
+    write_string(w, "outcome", to_string(outcome_));
+    write_ms(w, "e2e_ms", e2e);
+    write_ms(w, "ttft_ms", record_.ttft_seconds);
+    write_optional(w, "prompt_tokens", record_.prompt_tokens);
+    write_optional(w, "completion_tokens", record_.completion_tokens);
+    w.Key("bytes_in");
+    w.Uint64(bytes_in_);
+    w.Key("bytes_out");
+    w.Uint64(bytes_out_);
+    w.EndObject();
+    line += '\n';
+    // One write per line on an O_APPEND descriptor: lines from different threads never mix.
+    [[maybe_unused]] const auto written = ::write(fd, line.data(), line.size());
 }
 
 }  // namespace infergate

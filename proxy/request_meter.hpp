@@ -1,12 +1,29 @@
 #pragma once
-// What the operator learns of a request that failed: one `warn` line with its id (the client's
-// x-request-id header) and the reason, as the client got it. Called once per request, from the
-// exchange's finish; pure apart from the log write.
+// What one request is measured as: its timings (TTFT, inter-token gaps, the proxy's own
+// overhead), its tokens, its outcome, and at its end the metrics record, the access log line, and
+// for a request that failed one `warn` line with its id (the client's x-request-id header) and the
+// reason, as the client got it.
 
+#include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "proxy/metrics.hpp"
+#include "translators/canonical/types.hpp"
+
 namespace infergate {
+
+class Worker;
+class ClientRequest;
+
+// How an exchange ended (the metrics and the access log use it).
+enum class Outcome { ok, client_disconnect, upstream_error, inband_error, truncated, timeout, rejected };
+std::string_view to_string(Outcome o);
+
+// The route label of a generation from a client of `front`'s dialect.
+RouteLabel route_label(canonical::Dialect front);
 
 // Why a request failed, as far as the exchange knows it.
 struct Failure {
@@ -26,5 +43,75 @@ std::string failure_line(std::string_view request_id, int status, std::string_vi
 // Writes failure_line at warn level when the request failed.
 void log_failure(std::string_view request_id, int status, std::string_view outcome,
                  const Failure& failure);
+
+// One request's measurements; lives in its exchange, on one worker thread.
+class RequestMeter {
+public:
+    RequestMeter(Worker& worker, uint64_t bytes_in);
+    RequestMeter(const RequestMeter&) = delete;
+    RequestMeter& operator=(const RequestMeter&) = delete;
+
+    std::chrono::steady_clock::time_point received() const { return received_; }
+
+    // A generation (counted in the request metrics; other routes are in the access log only),
+    // from the client dialect `front` on `route`.
+    void start_generation(std::string_view front, RouteLabel route);
+    // The model as the client named it (the access log) and its bounded metrics slot.
+    void set_model(std::string label);
+    void set_back(std::string_view back) { back_name_ = back; }
+
+    // Content-bearing bytes carrying `tokens` tokens are about to leave for the client.
+    void note_content(int64_t tokens);
+    void note_usage(const canonical::Usage& usage);
+    void note_upstream_error(UpstreamErrorKind kind);
+    void note_bytes_out(uint64_t n) { bytes_out_ += n; }
+    // A new upstream connection took this long; the backend's response head came this long after
+    // the request was sent.
+    void note_connect(std::chrono::steady_clock::duration d);
+    void note_first_byte(std::chrono::steady_clock::duration d);
+
+    Outcome outcome() const { return outcome_; }
+    void set_outcome(Outcome o) { outcome_ = o; }
+    int status() const { return status_; }
+    void set_status(int status) { status_ = status; }
+    // What the warn line of a failed request says.
+    Failure& failure() { return failure_; }
+
+    // What this exchange saw, as the dialects that report durations (Ollama, llama.cpp) write
+    // them: prompt evaluation is the wait for the first token, evaluation the time from there to
+    // the last one. `content_now`: content is going out now (not noted yet).
+    canonical::Timing measured_timing(bool content_now = false) const;
+
+    // Time spent waiting (for the backend or the client) is not the proxy's own overhead.
+    struct WaitTimer {
+        RequestMeter& m;
+        std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+        ~WaitTimer() { m.waited_ += std::chrono::steady_clock::now() - t0; }
+    };
+
+    // The end: the metrics record, the warn line of a failed request and the access log line.
+    // Once.
+    void finish(const ClientRequest& request, std::string_view request_id, std::string_view peer);
+
+private:
+    void write_access_log(int fd, const ClientRequest& request, std::string_view request_id,
+                          std::string_view peer, int status, double e2e) const;
+
+    Worker& worker_;
+    std::chrono::steady_clock::time_point received_;
+    bool generation_ = false;
+    RequestRecord record_;
+    Outcome outcome_ = Outcome::ok;
+    int status_ = 0;  // the status sent to the client; 0 until a status line went out
+    Failure failure_;
+    std::string_view front_name_;
+    std::string_view back_name_;
+    std::string model_label_;
+    std::chrono::steady_clock::duration waited_{};
+    std::optional<std::chrono::steady_clock::time_point> first_content_;
+    std::chrono::steady_clock::time_point last_content_;
+    uint64_t bytes_in_ = 0;
+    uint64_t bytes_out_ = 0;
+};
 
 }  // namespace infergate

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "proxy/http_head.hpp"
+
 namespace infergate {
 
 namespace {
@@ -10,16 +12,8 @@ namespace {
 // True when a Content-Encoding value lists only `identity` (or nothing): the body is plain.
 // Anything else, malformed lists included, is taken as a coding the proxy cannot read.
 bool identity_only(std::string_view value) {
-    while (!value.empty()) {
-        const size_t comma = value.find(',');
-        std::string_view coding = value.substr(0, comma);
-        value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
-        while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) {
-            coding.remove_prefix(1);
-        }
-        while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
-            coding.remove_suffix(1);
-        }
+    std::string_view coding;
+    while (http_head::next_list_item(value, coding)) {
         if (!coding.empty() && !beast::iequals(coding, "identity")) {
             return false;
         }

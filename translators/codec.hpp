@@ -26,7 +26,7 @@ using canonical::Usage;
 // hosted OpenAI API rejects unknown fields) and the names a setting is sent under where the
 // engines read different ones (the token budget, the repetition penalty, logit_bias:
 // docs/dialects.md, "Parameters"). `tgi`, `llamacpp` and `openai` (the hosted API) are told
-// apart by the proxy from the backend's dialect and host (proxy/pairing.hpp, openai_flavor);
+// apart by the proxy from the backend's dialect and host (translators/pairing.hpp, openai_flavor);
 // the probe alone finds generic, vllm or sglang.
 enum class Flavor { generic, vllm, sglang, tgi, llamacpp, openai };
 

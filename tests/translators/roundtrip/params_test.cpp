@@ -8,7 +8,7 @@
 // bytes with the fast path's edits where client and backend speak the same OpenAI (or SGLang)
 // dialect (translators/openai/passthrough: name_edits, check_upstream_settings), otherwise the
 // client's codec decodes and the backend route's codec encodes. The route is the one
-// proxy/pairing.cpp picks: raw prompts to the engine's raw route, chat to its chat route.
+// translators/pairing.cpp picks: raw prompts to the engine's raw route, chat to its chat route.
 //
 // Cell syntax (the doc's legend): "400 `<param>`" (refused, the error naming <param>), or
 // members in backticks: `<path>=<json>` (the member at the dotted path has that value; numbers
@@ -56,7 +56,7 @@ bool is_openai(Dialect d) {
     return d == Dialect::openai_completions || d == Dialect::openai_chat;
 }
 
-// proxy/pairing.cpp's table, and proxy/pairing.cpp's openai_flavor.
+// translators/pairing.cpp's table, and translators/pairing.cpp's openai_flavor.
 Route route(Dialect front, RequestKind kind, Back back) {
     const bool chat = kind == RequestKind::chat;
     const Flavor flavor = back == kSglang     ? Flavor::sglang

@@ -1,9 +1,8 @@
-#include "proxy/pairing.hpp"
+#include "translators/pairing.hpp"
 
-namespace infergate {
+namespace infergate::translators {
 
 using canonical::Dialect;
-using config::BackendDialect;
 
 namespace {
 
@@ -77,23 +76,58 @@ Pairing pair_dialects(Dialect front, canonical::RequestKind kind, BackendDialect
     return p;
 }
 
-translators::Flavor openai_flavor(BackendDialect backend, translators::Flavor probed,
-                                  std::string_view host) {
+Flavor openai_flavor(BackendDialect backend, Flavor probed, std::string_view host) {
     switch (backend) {
         case BackendDialect::tgi:
-            return translators::Flavor::tgi;
+            return Flavor::tgi;
         case BackendDialect::llamacpp:
-            return translators::Flavor::llamacpp;
+            return Flavor::llamacpp;
         case BackendDialect::sglang:
-            return translators::Flavor::sglang;
+            return Flavor::sglang;
         default:
             break;
     }
-    if (probed == translators::Flavor::generic &&
+    if (probed == Flavor::generic &&
         (host == "api.openai.com" || host.ends_with(".openai.azure.com"))) {
-        return translators::Flavor::openai;
+        return Flavor::openai;
     }
     return probed;
 }
 
-}  // namespace infergate
+bool accepts_stream_options(const BackendFacts& backend) {
+    if (backend.probed != Flavor::generic) {
+        return true;
+    }
+    if (backend.dialect == BackendDialect::tgi || backend.dialect == BackendDialect::llamacpp) {
+        return true;
+    }
+    return backend.host == "api.openai.com" || backend.host.ends_with(".openai.azure.com");
+}
+
+Plan plan_generation(Dialect front, const canonical::GenerationRequest& req,
+                     const BackendFacts& backend) {
+    Plan p;
+    static_cast<Pairing&>(p) = pair_dialects(front, req.kind, backend.dialect, req.sampling.n);
+    if (p.refusal) {
+        return p;
+    }
+    p.flavor = openai_flavor(backend.dialect, backend.probed, backend.host);
+    p.stream_options = accepts_stream_options(backend);
+    const bool openai_back = p.back == Dialect::openai_chat || p.back == Dialect::openai_completions;
+    if (p.fast_path) {
+        p.edit_body = front != Dialect::sglang;
+        if (req.stream && p.edit_body) {
+            p.ask_usage = !req.include_usage && p.stream_options;
+            p.ask_running = !req.continuous_usage && has_running_usage(backend.probed);
+            p.rewrite_ids = req.sampling.n > 1;
+        }
+        return p;
+    }
+    p.gather = !req.stream && front == Dialect::sglang && p.back == Dialect::openai_completions &&
+               (req.prompt_is_list || req.sampling.n > 1);
+    p.trim_stops = backend.dialect == BackendDialect::tgi && openai_back &&
+                   !req.sampling.keep_stop_str.value_or(false) && !req.sampling.stop.empty();
+    return p;
+}
+
+}  // namespace infergate::translators

@@ -1,0 +1,110 @@
+// Generation: what every relay shares (the upstream request, ids, stream states, failures).
+#include "proxy/generation.hpp"
+
+#include "proxy/client_request.hpp"
+#include "proxy/upstream_pool.hpp"
+#include "proxy/worker.hpp"
+#include "translators/canonical/logprobs.hpp"
+#include "translators/passthrough.hpp"
+
+namespace infergate {
+
+int64_t unix_seconds() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+Task<std::optional<bool>> Generation::open(bool upstream_streams) {
+    std::string body;
+    if (plan.fast_path) {
+        body = translators::passthrough_request(request.body(), req, plan, upstream_model);
+    } else {
+        auto encoded = back.encode_request(
+            req, translators::UpstreamOptions{upstream_model, plan.flavor, upstream_streams,
+                                              plan.stream_options});
+        if (!encoded) {
+            meter.set_outcome(Outcome::rejected);
+            co_return co_await client.send_error(front, encoded.error());
+        }
+        body = std::move(encoded.value());
+    }
+    const std::string target =
+        worker.pool().backend().url.base_path + std::string(back.upstream_path(req));
+    if (!co_await upstream.open(http::verb::post, target, std::move(body), upstream_streams)) {
+        if (upstream.client_left()) {
+            co_return false;
+        }
+        co_return co_await client.send_error(front, upstream.error());
+    }
+    const int status = upstream.status();
+    if (status >= 200 && status < 300) {
+        co_return std::nullopt;
+    }
+    // Before the first byte to the client an error is still a real HTTP error, with the
+    // backend's status and message in the client's dialect.
+    std::string response;
+    const auto ec = co_await upstream.read_body(response);
+    upstream.release(!ec);
+    if (upstream.client_left()) {
+        co_return false;
+    }
+    meter.set_outcome(Outcome::upstream_error);
+    meter.note_upstream_error(status < 500 ? UpstreamErrorKind::status_4xx
+                                           : UpstreamErrorKind::status_5xx);
+    canonical::Error e = back.decode_error(status, response);
+    e.status = status;
+    co_return co_await client.send_error(front, e);
+}
+
+std::string Generation::new_id() const {
+    return std::string(front.id_prefix()) + worker.random_hex(32);
+}
+
+canonical::StreamState Generation::client_stream_state() const {
+    canonical::StreamState enc;
+    enc.id = new_id();
+    enc.model = client_model;
+    enc.created = unix_seconds();
+    enc.n = req.sampling.n;
+    enc.batch = req.prompt_is_list || req.sampling.n > 1;
+    enc.include_usage = req.include_usage;
+    enc.continuous_usage = req.continuous_usage;
+    enc.max_tokens = req.sampling.max_tokens;
+    enc.request_ids = req.request_ids;
+    canonical::set_logprob_request(enc, req);
+    front.init_client_stream(enc, req);
+    return enc;
+}
+
+canonical::StreamState Generation::upstream_stream_state() const {
+    canonical::StreamState dec;
+    dec.n = req.sampling.n;
+    canonical::set_logprob_request(dec, req);
+    if (!plan.fast_path) {
+        // What only a client of the backend's dialect takes is kept for it (the fast path relays
+        // the bytes themselves).
+        dec.client = front.dialect();
+    }
+    if (!req.sampling.keep_stop_str.value_or(false)) {
+        dec.stop = req.sampling.stop;
+    }
+    back.init_upstream_stream(dec, req);
+    return dec;
+}
+
+Task<bool> Generation::fail(beast::error_code ec, std::string_view stage) {
+    upstream.release(false);
+    if (upstream.client_left()) {
+        co_return false;
+    }
+    co_return co_await client.send_error(front, upstream.failure(ec, stage));
+}
+
+Task<bool> Generation::refuse_answer(const canonical::Error& e) {
+    meter.set_outcome(Outcome::upstream_error);
+    meter.note_upstream_error(UpstreamErrorKind::protocol);
+    co_return co_await client.send_error(front, e);
+}
+
+}  // namespace infergate

@@ -1,0 +1,63 @@
+#pragma once
+// One generation in flight, as the relays see it: the client's request decoded, the plan
+// (translators/pairing.hpp), the codecs of both sides, and the units that do the work (the
+// client writer, the upstream call, the meter). Built by the exchange once the request is
+// accepted; each relay (whole body, gather, translated stream, pass-through stream) is a function
+// over it.
+
+#include <optional>
+#include <string>
+
+#include "proxy/client_writer.hpp"
+#include "proxy/request_meter.hpp"
+#include "proxy/upstream_call.hpp"
+#include "translators/canonical/types.hpp"
+#include "translators/codec.hpp"
+#include "translators/pairing.hpp"
+
+namespace infergate {
+
+class ClientRequest;
+class Worker;
+
+struct Generation {
+    Worker& worker;
+    ClientRequest& request;  // the client's bytes (the fast path sends them on)
+    ClientWriter& client;
+    UpstreamCall& upstream;
+    RequestMeter& meter;
+    const translators::Codec& front;
+    const translators::Codec& back;
+    canonical::GenerationRequest& req;
+    const translators::Plan& plan;
+    std::string upstream_model;  // the name the backend serves the model under
+    std::string client_model;    // the name the client used (or the served one, if none)
+
+    // Sends the request (encoded for the backend, or on the fast path the client's own bytes)
+    // and reads the response head. nullopt: a 2xx is in and its body is next. A value: the
+    // client has been answered already (an error in its dialect, or nothing when it left), and
+    // that is the exchange's keep-alive result.
+    Task<std::optional<bool>> open(bool upstream_streams);
+
+    // An id for the client's response, with its dialect's prefix.
+    std::string new_id() const;
+    // The client's encoder state for a translated stream.
+    canonical::StreamState client_stream_state() const;
+    // The backend's decoder state for its stream.
+    canonical::StreamState upstream_stream_state() const;
+    // A backend stream that broke, or a whole body that could not be read: an error for the
+    // client (the call's mapping) unless the client left, when there is no one to tell.
+    Task<bool> fail(beast::error_code ec, std::string_view stage);
+    // A 502 in the client's dialect for a backend answer that is not what its dialect says.
+    Task<bool> refuse_answer(const canonical::Error& e);
+};
+
+Task<bool> relay_whole(Generation& g);
+// Non-streamed for the client, streamed upstream and gathered into one answer (Plan::gather).
+Task<bool> relay_gather(Generation& g);
+Task<bool> relay_translated_stream(Generation& g);
+Task<bool> relay_passthrough_stream(Generation& g);
+
+int64_t unix_seconds();
+
+}  // namespace infergate

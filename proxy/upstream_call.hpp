@@ -1,0 +1,81 @@
+#pragma once
+// One call to the backend: connect (a pooled connection or a new one), send, skip 1xx, read the
+// response head and then its body piece by piece, and release the connection to the pool when
+// the response was read whole (closed otherwise). A request is sent again only when that is safe:
+// a pooled connection found closed before the request left, or a GET. Every failure is mapped
+// once, here, to the error the client gets (502, or 504 for a timeout), its metric and the
+// request's warn line. Routing across several backends plugs in here.
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "proxy/net.hpp"
+#include "translators/canonical/types.hpp"
+#include "translators/codec.hpp"
+
+namespace infergate {
+
+class ClientRequest;
+class DisconnectWatch;
+class RequestMeter;
+class UpstreamConnection;
+class Worker;
+
+class UpstreamCall {
+public:
+    // `request`: the client's, whose end-to-end headers go upstream; `watch`: the session's,
+    // which sees a client that leaves while the backend works.
+    UpstreamCall(Worker& worker, DisconnectWatch& watch, RequestMeter& meter,
+                 const ClientRequest& request, const std::string& request_id);
+    ~UpstreamCall();  // an unfinished call's connection is closed (the backend stops)
+    UpstreamCall(const UpstreamCall&) = delete;
+    UpstreamCall& operator=(const UpstreamCall&) = delete;
+
+    // Sends the request and reads the final response head. false: it failed, and error() says
+    // why as the client should hear it, or the client left (client_left()).
+    Task<bool> open(http::verb verb, std::string target, std::string body, bool stream);
+    const canonical::Error& error() const { return error_; }
+
+    // The response head (after open() succeeded).
+    int status() const;
+    std::string_view content_type() const;
+    // The headers a codec may read (Codec::read_response_headers).
+    const translators::ResponseHeaders& headers() const;
+
+    // The next piece of the body; an empty view at its end.
+    Task<beast::error_code> read_some(std::string_view& out);
+    // The rest of the body, bounded (64 MiB).
+    Task<beast::error_code> read_body(std::string& out);
+    // Done with the call: the connection goes back to the pool when `reusable` and the response
+    // was read whole, and is closed otherwise.
+    void release(bool reusable);
+    // After a stream the client has had whole: reads what is left of the response (the chunked
+    // terminator) for up to 2 s so that the connection can be reused, then releases it.
+    Task<void> drain();
+    // Closes the connection now: nobody will read what the backend generates.
+    void abandon();
+
+    // `ec` while `stage` as the client's error; counted and noted for the warn line.
+    canonical::Error failure(beast::error_code ec, std::string_view stage);
+    // Whether the client went away while the backend worked (the watch saw it); recorded as the
+    // request's outcome, so that an answer nobody received is never counted as ok.
+    bool client_left();
+
+private:
+    struct State;
+    std::chrono::milliseconds op_timeout(int64_t configured_ms) const;
+
+    Worker& worker_;
+    DisconnectWatch& watch_;
+    RequestMeter& meter_;
+    const ClientRequest& request_;
+    const std::string& request_id_;
+    std::unique_ptr<State> state_;
+    canonical::Error error_;
+};
+
+}  // namespace infergate

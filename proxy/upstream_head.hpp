@@ -1,0 +1,25 @@
+#pragma once
+// The head of a request to the backend: the client's end-to-end headers (hop-by-hop ones, those
+// the client named in Connection, and the ones the proxy sets itself dropped), then the proxy's
+// own: Host, X-Request-Id, the operator's key in the header the backend's API reads, the version
+// header that API requires, Accept, Accept-Encoding: identity, and for a POST the body's type and
+// length.
+
+#include <string>
+#include <string_view>
+
+#include "config/config.hpp"
+#include "proxy/net.hpp"
+#include "translators/backend_kind.hpp"
+
+namespace infergate {
+
+class ClientRequest;
+
+std::string upstream_request_head(const ClientRequest& request, http::verb verb,
+                                  std::string_view target, size_t body_size, bool stream,
+                                  const config::Backend& backend,
+                                  const translators::BackendHeaders& backend_headers,
+                                  std::string_view request_id);
+
+}  // namespace infergate
