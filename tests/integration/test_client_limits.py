@@ -354,6 +354,11 @@ class BackendUrlCredentials(unittest.TestCase):
         self.assertIn(backend.url, info.body.decode())
         failed = post_json(proxy.port, CMPL, {"model": MODEL, "prompt": "x", "max_tokens": 1})
         self.assertGreaterEqual(failed.status, 400)
+        # The generation request carries them too (an api key would win; none is set here).
+        posts = [r for r in backend.requests if r.method == "POST"]
+        self.assertTrue(posts, "the completion never reached the backend")
+        self.assertTrue(all(r.header("Authorization") == expected for r in posts),
+                        [r.header("Authorization") for r in posts])
         for where, text in (("/get_server_info", info.body.decode()),
                             ("an error body", failed.body.decode()),
                             ("the log", proxy.stderr_text())):
