@@ -80,8 +80,84 @@ constexpr std::string_view kApiRoutes[] = {
 
 }  // namespace
 
-std::optional<Url> parse_url(std::string_view text, std::string& error, std::string* note) {
+std::string base64(std::string_view bytes) {
+    static constexpr char kAlphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    size_t i = 0;
+    for (; i + 3 <= bytes.size(); i += 3) {
+        const uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16 |
+                           static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8 |
+                           static_cast<unsigned char>(bytes[i + 2]);
+        out += kAlphabet[v >> 18];
+        out += kAlphabet[(v >> 12) & 63];
+        out += kAlphabet[(v >> 6) & 63];
+        out += kAlphabet[v & 63];
+    }
+    if (i < bytes.size()) {
+        uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
+        if (i + 1 < bytes.size()) {
+            v |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+        }
+        out += kAlphabet[v >> 18];
+        out += kAlphabet[(v >> 12) & 63];
+        out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+namespace {
+
+// %XX escapes decoded (RFC 3986 §2.1); an invalid escape stays as it is.
+std::string percent_decoded(std::string_view s) {
+    const auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') {
+            return c - '0';
+        }
+        if (c >= 'a' && c <= 'f') {
+            return c - 'a' + 10;
+        }
+        if (c >= 'A' && c <= 'F') {
+            return c - 'A' + 10;
+        }
+        return -1;
+    };
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+            out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+            i += 2;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::optional<Url> parse_url(std::string_view raw, std::string& error, std::string* note) {
     Url url;
+    // The URL as messages may quote it: credentials replaced, so that no error, note or log
+    // line carries them.
+    std::string shown(raw);
+    std::string_view userinfo;
+    {
+        const size_t scheme_end = raw.find("://");
+        const size_t start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
+        const size_t end = raw.find_first_of("/?#", start);
+        const std::string_view auth =
+            raw.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+        const size_t at = auth.rfind('@');
+        if (at != std::string_view::npos) {
+            userinfo = auth.substr(0, at);
+            shown = std::string(raw.substr(0, start)) + "***@" +
+                    std::string(raw.substr(start + at + 1));
+        }
+    }
+    const std::string_view text = shown;
     std::string_view rest;
     if (text.starts_with("http://")) {
         rest = text.substr(7);
@@ -91,6 +167,21 @@ std::optional<Url> parse_url(std::string_view text, std::string& error, std::str
     } else {
         error = "'" + std::string(text) + "' is not an http:// or https:// URL";
         return std::nullopt;
+    }
+    if (!userinfo.empty()) {
+        rest.remove_prefix(4);  // "***@"
+        const size_t colon = userinfo.find(':');
+        const std::string user = percent_decoded(userinfo.substr(0, colon));
+        const std::string pass = colon == std::string_view::npos
+                                     ? std::string()
+                                     : percent_decoded(userinfo.substr(colon + 1));
+        // RFC 7617 §2: the user-id cannot contain a colon.
+        if (user.find(':') != std::string::npos) {
+            error = "the user name in '" + std::string(text) +
+                    "' contains a colon, which Basic authentication cannot carry";
+            return std::nullopt;
+        }
+        url.basic_auth = base64(user + ":" + pass);
     }
     const size_t slash = rest.find('/');
     std::string_view authority = rest.substr(0, slash);
@@ -303,6 +394,20 @@ std::vector<std::string> validate(const Config& c) {
     if (c.max_header_bytes < 1024) {
         errors.push_back("limits.max_header_bytes: must be >= 1024");
     }
+    if (c.max_connections < 0) {
+        errors.push_back(
+            "limits.max_connections: must be >= 1, or 0 to derive it from the "
+            "file descriptor limit");
+    }
+    if (c.client_idle_ms <= 0) {
+        errors.push_back("client_idle_ms: must be > 0");
+    }
+    if (c.client_header_ms <= 0) {
+        errors.push_back("client_header_ms: must be > 0");
+    }
+    if (c.client_body_ms <= 0) {
+        errors.push_back("client_body_ms: must be > 0");
+    }
     if (c.access_log.empty()) {
         errors.push_back("access_log: must be stderr, off or a file path");
     }
@@ -405,8 +510,10 @@ LoadResult load_yaml_text(std::string_view text) {
     if (root.IsNull()) {
         root = YAML::Node(YAML::NodeType::Map);
     }
-    r.check_keys(root, "", {"listen", "threads", "limits", "backends", "models", "log_level",
-                            "client_idle_ms", "shutdown_grace_ms", "access_log"});
+    r.check_keys(
+        root, "",
+        {"listen", "threads", "limits", "backends", "models", "log_level", "client_idle_ms",
+         "client_header_ms", "client_body_ms", "shutdown_grace_ms", "access_log"});
     if (!r.errors.empty() && !root.IsMap()) {
         return LoadResult{nullptr, r.errors, {}};
     }
@@ -420,11 +527,14 @@ LoadResult load_yaml_text(std::string_view text) {
     r.read(root, "log_level", "", c.log_level);
     r.read(root, "access_log", "", c.access_log);
     r.read(root, "client_idle_ms", "", c.client_idle_ms);
+    r.read(root, "client_header_ms", "", c.client_header_ms);
+    r.read(root, "client_body_ms", "", c.client_body_ms);
     r.read(root, "shutdown_grace_ms", "", c.shutdown_grace_ms);
     if (const YAML::Node limits = root["limits"]; limits) {
-        r.check_keys(limits, "limits", {"max_body_bytes", "max_header_bytes"});
+        r.check_keys(limits, "limits", {"max_body_bytes", "max_header_bytes", "max_connections"});
         r.read(limits, "max_body_bytes", "limits", c.max_body_bytes);
         r.read(limits, "max_header_bytes", "limits", c.max_header_bytes);
+        r.read(limits, "max_connections", "limits", c.max_connections);
     }
     if (const YAML::Node backends = root["backends"]; backends) {
         if (!backends.IsSequence()) {

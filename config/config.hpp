@@ -27,11 +27,16 @@ struct Url {
     std::string host;  // an IPv6 address without its brackets
     uint16_t port = 0;
     std::string base_path;  // without a trailing slash; "" for the root
+    // From userinfo (http://user:pass@host): base64 of "user:pass", percent-decoded, for an
+    // upstream "Authorization: Basic ..." (RFC 7617) when no api key is configured. A secret:
+    // authority() and text() never show it; "" without userinfo.
+    std::string basic_auth;
     // HOST:PORT as the Host header and URLs write it: [::1]:8000 for an IPv6 address.
     std::string authority() const;
-    std::string text() const;  // scheme://authority/base
+    std::string text() const;  // scheme://authority/base, never the userinfo
 };
-// Parses http://HOST[:PORT][/base] and https://...; nullopt with `error` set otherwise.
+// Parses http://[USER[:PASS]@]HOST[:PORT][/base] and https://...; nullopt with `error` set
+// otherwise. Neither `error` nor `note` ever quotes the userinfo (it reads "***@").
 // A trailing /v1 on the path is the OpenAI base-URL habit (OPENAI_BASE_URL=http://h:8000/v1),
 // not a prefix: every engine serves its routes, /v1/... included, from the base, so it is
 // dropped and `note` (when given) says so. A path that ends in an API route
@@ -39,7 +44,11 @@ struct Url {
 std::optional<Url> parse_url(std::string_view text, std::string& error,
                              std::string* note = nullptr);
 
-// Parses HOST:PORT ([::1]:PORT for IPv6; an empty host means 0.0.0.0).
+// RFC 4648 base64, with padding.
+std::string base64(std::string_view bytes);
+
+// Parses HOST:PORT ([::1]:PORT for IPv6; an empty host means 0.0.0.0). HOST may be a name
+// (localhost), resolved when the server starts.
 bool parse_listen(std::string_view text, std::string& host, uint16_t& port, std::string& error);
 
 struct Timeouts {
@@ -68,12 +77,22 @@ struct Alias {
 };
 
 struct Config {
-    std::string listen_host = "0.0.0.0";
+    // This host only by default, as SGLang's own default: there is no client authentication
+    // yet, and a backend key is injected into every request (docs/security.md).
+    std::string listen_host = "127.0.0.1";
     uint16_t listen_port = 30000;  // SGLang's default, so old scripts' URLs stay right
     int threads = 1;
     uint64_t max_body_bytes = 8 * 1024 * 1024;
     uint32_t max_header_bytes = 64 * 1024;
+    // Open client connections, all threads together; 0: derived at start from the descriptor
+    // limit (RLIMIT_NOFILE), leaving one descriptor per client for its upstream connection.
+    int64_t max_connections = 0;
     int64_t client_idle_ms = 120000;  // keep-alive idle between requests
+    // The whole request head must arrive within this, counted from its first byte (nginx's
+    // client_header_timeout); a new connection's first byte must come within it too.
+    int64_t client_header_ms = 60000;
+    // The longest wait between two reads of a request body (nginx's client_body_timeout).
+    int64_t client_body_ms = 60000;
     int64_t shutdown_grace_ms = 30000;
     std::vector<Backend> backends;  // exactly one until routing across backends exists
     std::vector<Alias> aliases;

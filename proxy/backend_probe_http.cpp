@@ -26,6 +26,8 @@ Task<Reply> get(UpstreamPool& pool, const std::string& path) {
         // The dialect is not known yet: the key goes in both servers' headers.
         req.set(http::field::authorization, "Bearer " + pool.backend().api_key);
         req.set("x-api-key", pool.backend().api_key);
+    } else if (!url.basic_auth.empty()) {
+        req.set(http::field::authorization, "Basic " + url.basic_auth);  // from the URL
     }
     req.set("anthropic-version", "2023-06-01");
     req.set(http::field::accept_encoding, "identity");  // the body is parsed here

@@ -59,12 +59,37 @@ ClientRequest::Field ClientRequest::field(size_t i) const {
             std::string_view(text_.data() + e.value_at, e.value_size)};
 }
 
+namespace {
+
+std::string_view origin_form(std::string_view target) {
+    // RFC 9112 §3.2.2: a server must accept the absolute form (what a client sends to a proxy).
+    // The scheme is case-insensitive; the authority ends at the path, the query or the end.
+    size_t scheme = 0;
+    if (target.size() >= 7 && beast::iequals(target.substr(0, 7), "http://")) {
+        scheme = 7;
+    } else if (target.size() >= 8 && beast::iequals(target.substr(0, 8), "https://")) {
+        scheme = 8;
+    } else {
+        return target;
+    }
+    const size_t end = target.find_first_of("/?", scheme);
+    if (end == std::string_view::npos) {
+        return "/";
+    }
+    return target.substr(end);  // "?q": the caller puts the empty path's "/" before it
+}
+
+}  // namespace
+
 void ClientRequestParser::on_request_impl(http::verb method, beast::string_view method_string,
                                           beast::string_view target, int version,
                                           beast::error_code&) {
     request_.method_ = method;
     request_.method_string_.assign(method_string.data(), method_string.size());
-    request_.target_.assign(target.data(), target.size());
+    // Routed, logged and forwarded by its path and query alone, as any origin-form target.
+    const std::string_view origin = origin_form(target);
+    request_.target_.assign(origin.starts_with('?') ? "/" : "");
+    request_.target_.append(origin.data(), origin.size());
     request_.version_ = static_cast<unsigned>(version);
 }
 
@@ -97,10 +122,24 @@ void ClientRequestParser::on_field_impl(http::field id, beast::string_view name,
         transfer_encoding_.append(value.data(), value.size());
     } else if (id == http::field::content_length) {
         content_length_ = true;
+    } else if (id == http::field::host) {
+        ++hosts_;
     }
 }
 
 void ClientRequestParser::on_header_impl(beast::error_code& ec) {
+    // RFC 9112 §3.2: an HTTP/1.1 request without exactly one Host gets 400 (HTTP/1.0 had none).
+    if (request_.version_ >= 11 && hosts_ != 1) {
+        refusal_ =
+            Refusal{http::status::bad_request,
+                    hosts_ == 0 ? "the HTTP/1.1 request has no Host header, which RFC 9112 §3.2 "
+                                  "requires; send Host: with the server's name and port"
+                                : "the request has " + std::to_string(hosts_) +
+                                      " Host headers; RFC 9112 §3.2 allows exactly one: send "
+                                      "a single Host: with the server's name and port"};
+        ec = http::error::bad_field;
+        return;
+    }
     if (!has_transfer_encoding_) {
         return;  // Content-Length or no body: Beast has checked it (one value, digits only)
     }
@@ -171,6 +210,16 @@ std::optional<ClientRequestParser::Refusal> ClientRequestParser::framing_refusal
     }
     if (ec == http::error::bad_content_length && has_transfer_encoding_) {
         return both_framings();
+    }
+    // A version other than HTTP/1.0 or 1.1: above all the h2c connection preface
+    // ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") of an HTTP/2 client with prior knowledge. nginx
+    // answers a version it does not speak on an HTTP/1 port with 505 (ngx_http_request.c,
+    // NGX_HTTP_PARSE_INVALID_VERSION); so does this, naming what to send instead.
+    if (ec == http::error::bad_version) {
+        return Refusal{http::status::http_version_not_supported,
+                       "this port speaks HTTP/1.1 and HTTP/1.0 only, not HTTP/2 or another "
+                       "version; send HTTP/1.1 requests (an HTTP/2 client must not use prior "
+                       "knowledge here: curl without --http2-prior-knowledge)"};
     }
     return std::nullopt;
 }

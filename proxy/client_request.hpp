@@ -24,6 +24,8 @@ public:
 
     http::verb method() const { return method_; }
     std::string_view method_string() const { return method_string_; }
+    // In origin form (path and query): an absolute-form target (http://host/path, RFC 9112
+    // §3.2.2) is reduced to its path and query.
     std::string_view target() const { return target_; }
     unsigned version() const { return version_; }
     bool keep_alive() const { return keep_alive_; }
@@ -74,6 +76,8 @@ public:
         http::status status;  // 400, or 501 for a coding before `chunked` we cannot decode
         std::string message;  // names the header and says what to send instead
     };
+    // The same for an HTTP/1.1 request without exactly one Host (400, RFC 9112 §3.2), and
+    // 505 for a version other than 1.0 and 1.1 (the HTTP/2 preface).
     // The refusal behind a parse error `ec`, or nullopt when `ec` is about something else.
     std::optional<Refusal> framing_refusal(beast::error_code ec) const;
 
@@ -101,6 +105,7 @@ private:
     std::string transfer_encoding_;  // every Transfer-Encoding field line, joined by ", "
     bool has_transfer_encoding_ = false;
     bool content_length_ = false;
+    int hosts_ = 0;
     std::optional<Refusal> refusal_;
 };
 

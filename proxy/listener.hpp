@@ -2,6 +2,8 @@
 // Accepts connections for one worker (one acceptor per worker, SO_REUSEPORT) and starts a
 // Session for each. Lives on its worker's thread.
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 
 #include "proxy/net.hpp"
@@ -17,11 +19,20 @@ public:
     void start();
     void close();
 
+    // A rate-limited log line: when it was last written, and the events since.
+    struct Report {
+        std::chrono::steady_clock::time_point last{};
+        uint64_t count = 0;
+    };
+
 private:
     Task<void> accept_loop();
 
     Worker& worker_;
     Acceptor acceptor_;
+    Report accept_failed_;
+    Report shed_;
+    Report refused_;
 };
 
 }  // namespace infergate

@@ -28,8 +28,10 @@ Options:
   --config FILE          YAML config (see config/infergate.example.yaml)
   --upstream URL         backend base URL (default http://127.0.0.1:8000, vLLM's default); a
                          trailing /v1 (OPENAI_BASE_URL style) is dropped: routes are at the root
-  --listen HOST:PORT     where to listen (default 0.0.0.0:30000, SGLang's default; port 0 =
-                         any free port, printed as "listening on HOST:PORT")
+  --listen HOST:PORT     where to listen (default 127.0.0.1:30000, this host only, as SGLang;
+                         0.0.0.0:30000 or [::]:30000 for every interface, localhost:30000
+                         for 127.0.0.1 and ::1; port 0 = any free port, printed as
+                         "listening on HOST:PORT")
   --upstream-dialect D   auto (default: probe the backend's info routes), openai (also:
                          vllm), sglang, tgi, ollama, llamacpp, vllm_legacy or anthropic
   --model NAME           the backend's served model name (default: discovered)

@@ -1,7 +1,9 @@
 #include "proxy/server.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <functional>
@@ -16,7 +18,104 @@
 
 namespace infergate {
 
+namespace {
+
+// Raises the soft descriptor limit to the hard one (the default soft limit, 1,024, is a few
+// hundred idle clients) and returns the limit now in force; `note` says what happened.
+int64_t raise_fd_limit(std::string& note) {
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) {
+        note = "file descriptor limit unknown (getrlimit failed)";
+        return 1024;
+    }
+    const rlim_t before = lim.rlim_cur;
+    if (lim.rlim_cur < lim.rlim_max) {
+        rlimit raised = lim;
+        raised.rlim_cur = lim.rlim_max;
+        if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+            lim = raised;
+        }
+    }
+    const auto shown = [](rlim_t v) {
+        return v == RLIM_INFINITY ? std::string("unlimited") : std::to_string(v);
+    };
+    note = "file descriptor limit " + shown(lim.rlim_cur) +
+           (lim.rlim_cur != before ? " (raised from " + shown(before) + ", the hard limit)"
+                                   : " (the hard limit)");
+    // Beyond what any kernel hands out: a cap that never binds.
+    constexpr int64_t kMax = int64_t{1} << 30;
+    return lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur > static_cast<rlim_t>(kMax)
+               ? kMax
+               : static_cast<int64_t>(lim.rlim_cur);
+}
+
+// HOST:PORT as a URL writes it: [::1]:30000 for IPv6.
+std::string net_text(const tcp::endpoint& e) {
+    const std::string host = e.address().to_string();
+    return (e.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(e.port());
+}
+
+}  // namespace
+
+std::vector<net::ip::address> Server::listen_addresses(beast::error_code& ec) {
+    ec = {};
+    const auto literal = net::ip::make_address(config_->listen_host, ec);
+    if (!ec) {
+        return {literal};
+    }
+    // A name (localhost): every address it resolves to, IPv4 first (what the first
+    // "listening on" line shows, and what most clients try), each once.
+    Resolver resolver(control_.get_executor());
+    const auto results =
+        resolver.resolve(config_->listen_host, "", net::ip::resolver_base::passive, ec);
+    std::vector<net::ip::address> out;
+    if (ec) {
+        return out;
+    }
+    for (const auto& r : results) {
+        const auto a = r.endpoint().address();
+        if (std::find(out.begin(), out.end(), a) == out.end()) {
+            out.push_back(a);
+        }
+    }
+    std::stable_partition(out.begin(), out.end(), [](const auto& a) { return a.is_v4(); });
+    return out;
+}
+
+void Server::log_exposure(const std::vector<tcp::endpoint>& bound) const {
+    bool loopback_only = true;
+    for (const auto& e : bound) {
+        loopback_only = loopback_only && e.address().is_loopback();
+    }
+    const config::Backend& b = config_->backend();
+    std::string line = "exposed: ";
+    line += loopback_only ? "this host only (loopback)" : "the network (a non-loopback address)";
+    line += "; client auth: off (no client keys yet: whoever reaches the port is served)";
+    line += b.api_key.empty()
+                ? "; backend key: none"
+                : "; backend key: injected from $" + b.api_key_env + " into every request";
+    if (b.api_key.empty() && !b.url.basic_auth.empty()) {
+        line += "; backend credentials: Basic, from the backend URL";
+    }
+    line += "; /metrics and /get_server_info: on this listener";
+    if (!loopback_only && (!b.api_key.empty() || !b.url.basic_auth.empty())) {
+        // Whoever can reach the port spends the operator's key: say so where it is seen.
+        log::warn(line +
+                  " -- anyone who can reach it uses the backend's credentials; listen "
+                  "on 127.0.0.1, or keep the port behind a firewall");
+    } else {
+        log::info(line);
+    }
+}
+
 Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move(config)) {
+    const int64_t fds = raise_fd_limit(fd_note_);
+    connections_ = std::make_unique<ConnectionBudget>();
+    // Each client connection may hold an upstream connection too, and the process needs a few
+    // descriptors of its own (listeners, epoll, logs, the probe): half of what is left.
+    connections_->cap = config_->max_connections > 0
+                            ? config_->max_connections
+                            : std::max<int64_t>(8, (fds - 32 - 2 * config_->threads) / 2);
     // TLS only for an https backend: loading the system CA store costs ~70 ms of start-up and
     // a few MiB of resident memory that a plain-HTTP deployment never uses.
     if (config_->backend().url.tls) {
@@ -43,7 +142,7 @@ Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move
     }
     for (int i = 0; i < config_->threads; ++i) {
         workers_.push_back(std::make_unique<Worker>(i, config_, tls_ ? &*tls_ : nullptr, *metrics_,
-                                                   access_log_fd_));
+                                                    access_log_fd_, *connections_));
         // Off the request path: a post to the main thread, which owns the probe.
         workers_.back()->on_backend_down(
             [this] { net::post(control_, [this] { backend_down(); }); });
@@ -150,8 +249,10 @@ void Server::shutdown() {
     log::info("shutting down: no new connections; in-flight requests get " +
               std::to_string(config_->shutdown_grace_ms) + " ms to finish");
     for (size_t i = 0; i < workers_.size(); ++i) {
-        net::post(workers_[i]->io(), [worker = workers_[i].get(), listener = listeners_[i].get()] {
-            listener->close();
+        net::post(workers_[i]->io(), [worker = workers_[i].get(), &listeners = listeners_[i]] {
+            for (auto& l : listeners) {
+                l->close();
+            }
             worker->begin_shutdown();
         });
     }
@@ -163,28 +264,62 @@ int Server::run() {
         return 2;
     }
     beast::error_code ec;
-    const auto address = net::ip::make_address(config_->listen_host, ec);
-    if (ec) {
-        log::error("listen: '" + config_->listen_host + "' is not an IP address");
+    const std::vector<net::ip::address> addresses = listen_addresses(ec);
+    if (addresses.empty()) {
+        log::error("listen: cannot resolve '" + config_->listen_host + "'" +
+                   (ec ? ": " + ec.message() : std::string()) +
+                   "; give an IP address (127.0.0.1, 0.0.0.0, [::]) or a resolvable name");
         return 2;
     }
-    tcp::endpoint endpoint(address, config_->listen_port);
-    for (auto& w : workers_) {
-        auto listener = std::make_unique<Listener>(*w, endpoint, ec);
-        if (ec) {
-            log::error("cannot listen on " + config_->listen_host + ":" +
-                       std::to_string(endpoint.port()) + ": " + ec.message());
-            return 2;
+    listeners_.resize(workers_.size());
+    uint16_t port = config_->listen_port;
+    std::vector<tcp::endpoint> bound;
+    for (const auto& address : addresses) {
+        tcp::endpoint endpoint(address, port);
+        std::vector<std::unique_ptr<Listener>> made;
+        for (size_t i = 0; i < workers_.size() && !ec; ++i) {
+            auto listener = std::make_unique<Listener>(*workers_[i], endpoint, ec);
+            if (!ec) {
+                // Port 0: every further acceptor (other workers, other addresses) joins the
+                // port the first one got.
+                endpoint = listener->local_endpoint();
+                made.push_back(std::move(listener));
+            }
         }
-        // Port 0: every further acceptor must join the port the first one got.
-        endpoint = listener->local_endpoint();
-        listeners_.push_back(std::move(listener));
+        if (ec) {
+            const std::string what = "cannot listen on " + net_text(endpoint) + ": " + ec.message();
+            if (addresses.size() == 1) {
+                log::error(what);
+                return 2;
+            }
+            // A name may resolve to a family the host cannot bind (::1 without IPv6).
+            log::warn(what + " (skipped: '" + config_->listen_host + "' has other addresses)");
+            ec = {};
+            continue;
+        }
+        for (size_t i = 0; i < made.size(); ++i) {
+            listeners_[i].push_back(std::move(made[i]));
+        }
+        port = endpoint.port();
+        bound.push_back(endpoint);
     }
-    std::printf("listening on %s:%u\n", endpoint.address().to_string().c_str(), endpoint.port());
+    if (bound.empty()) {
+        log::error("listen: nothing could be bound for '" + config_->listen_host + "'");
+        return 2;
+    }
+    std::string where;
+    for (const auto& endpoint : bound) {
+        std::printf("listening on %s\n", net_text(endpoint).c_str());
+        where += (where.empty() ? "" : ", ") + net_text(endpoint);
+    }
     std::fflush(stdout);
-    log::info("infergate listening on " + endpoint.address().to_string() + ":" +
-              std::to_string(endpoint.port()) + " with " + std::to_string(workers_.size()) +
+    log::info("infergate listening on " + where + " with " + std::to_string(workers_.size()) +
               " thread(s), backend " + config_->backend().url.text());
+    log::info(fd_note_ + "; at most " + std::to_string(connections_->cap) + " client connections" +
+              (config_->max_connections > 0 ? " (limits.max_connections)"
+                                            : " (limits.max_connections unset: half the "
+                                              "descriptors, the rest for upstream connections)"));
+    log_exposure(bound);
 
     // A configured backend is known before the first connection: no request may see a 503
     // "not ready" because the probe's first post reached its worker after the request did. The
@@ -203,8 +338,10 @@ int Server::run() {
             w->set_backend(probing);
         }
     }
-    for (auto& l : listeners_) {
-        l->start();
+    for (auto& per_worker : listeners_) {
+        for (auto& l : per_worker) {
+            l->start();
+        }
     }
     net::signal_set signals(control_, SIGINT, SIGTERM);
     Timer grace(control_);

@@ -35,14 +35,21 @@ private:
     void backend_down();
     void publish(const struct BackendInfo& info);
     void shutdown();
+    // The addresses to listen on: the configured IP, or every address its name resolves to.
+    std::vector<net::ip::address> listen_addresses(beast::error_code& ec);
+    // One line at start-up: what is reachable, from where, with which credentials.
+    void log_exposure(const std::vector<tcp::endpoint>& bound) const;
 
     std::shared_ptr<const config::Config> config_;
     std::unique_ptr<class Metrics> metrics_;
+    std::unique_ptr<struct ConnectionBudget> connections_;
+    std::string fd_note_;  // the descriptor limit as raised at start, for the log
     int access_log_fd_ = -1;
     net::io_context control_{1};  // signals and the probe, on the main thread
     std::optional<net::ssl::context> tls_;  // only for an https backend
     std::vector<std::unique_ptr<Worker>> workers_;
-    std::vector<std::unique_ptr<Listener>> listeners_;
+    // Per worker, one listener per listen address (localhost: 127.0.0.1 and ::1).
+    std::vector<std::vector<std::unique_ptr<Listener>>> listeners_;
     bool shutting_down_ = false;
     // The probe state, touched on control_ only.
     bool probing_ = false;

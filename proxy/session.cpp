@@ -76,7 +76,7 @@ std::string rejection_body(int status, std::string_view message, canonical::Dial
     return body;
 }
 
-Session::Session(Worker& worker, Socket socket)
+Session::Session(Worker& worker, Socket socket, bool refuse)
     : worker_(worker),
       stream_(std::move(socket)),
       deadline_(worker.deadlines(), &stream_.socket()),
@@ -88,27 +88,36 @@ Session::Session(Worker& worker, Socket socket)
         peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
     }
     registration_ = worker_.add_session(this);
+    refuse_ = refuse;
+    worker_.connections().open.fetch_add(1, std::memory_order_relaxed);
 }
 
-Session::~Session() { worker_.remove_session(registration_); }
+Session::~Session() {
+    worker_.connections().open.fetch_sub(1, std::memory_order_relaxed);
+    worker_.remove_session(registration_);
+}
 
-void Session::close_if_idle() {
-    if (idle_) {
-        beast::error_code ec;
-        stream_.socket().shutdown(Socket::shutdown_both, ec);
-        stream_.socket().close(ec);
+bool Session::close_if_idle() {
+    if (!idle_ || refuse_ || !stream_.socket().is_open()) {
+        return false;
     }
+    beast::error_code ec;
+    stream_.socket().shutdown(Socket::shutdown_both, ec);
+    stream_.socket().close(ec);
+    return true;
 }
 
 Task<void> Session::reject(http::status status, std::string message, unsigned version,
-                           canonical::Dialect dialect) {
+                           canonical::Dialect dialect, bool logged) {
     http::response<http::string_body> res{status, version};
     res.set(http::field::server, "infergate");
     res.set(http::field::content_type, "application/json");
     res.set(http::field::connection, "close");
     res.body() = rejection_body(static_cast<int>(status), message, dialect);
     // No exchange began, so no request id was given: the line says why, with no id.
-    log_failure({}, static_cast<int>(status), "rejected", Failure{valid_utf8(message), {}});
+    if (logged) {
+        log_failure({}, static_cast<int>(status), "rejected", Failure{valid_utf8(message), {}});
+    }
     res.prepare_payload();
     deadline_.arm(std::chrono::seconds(5));
     co_await http::async_write(stream_, res, use_nothrow);
@@ -135,8 +144,38 @@ Task<void> Session::linger() {
     deadline_.disarm();
 }
 
+beast::error_code Session::parse_buffered(ClientRequestParser& parser, bool body) {
+    beast::error_code ec;
+    while (buffer_.size() > 0 && !(body ? parser.is_done() : parser.is_header_done())) {
+        const size_t used = parser.put(buffer_.data(), ec);
+        buffer_.consume(used);
+        if (ec == http::error::need_more) {
+            return {};  // the rest is read by an operation
+        }
+        if (ec || used == 0) {
+            break;
+        }
+    }
+    return ec;
+}
+
 Task<void> Session::run(std::shared_ptr<Session> self) {
     const config::Config& cfg = worker_.config();
+    if (refuse_) {
+        idle_ = false;
+        co_await reject(http::status::service_unavailable,
+                        "infergate is at its connection limit of " +
+                            std::to_string(worker_.connections().cap) +
+                            " (limits.max_connections) and every connection is busy; retry "
+                            "later, or raise limits.max_connections and the file descriptor "
+                            "limit (ulimit -n)",
+                        11, canonical::Dialect::openai_chat, false);
+        co_await linger();  // the client's request may be on its way: let it read the answer
+        beast::error_code ec;
+        stream_.socket().close(ec);
+        co_return;
+    }
+    bool first = true;
     for (;;) {
         idle_ = true;
         if (worker_.stopping()) {
@@ -145,10 +184,32 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
         ClientRequestParser parser;
         parser.body_limit(cfg.max_body_bytes);
         parser.header_limit(cfg.max_header_bytes);
-        // One deadline for the whole request: the idle wait, its header and its body.
-        deadline_.arm(std::chrono::milliseconds(cfg.client_idle_ms));
-        auto [hec, n] = co_await http::async_read_header(stream_, buffer_, parser, use_nothrow);
-        beast::error_code ec = hec;
+        // Three deadlines, as nginx has: the wait for a request's first byte (keep-alive idle,
+        // or client_header_ms on a new connection), the whole head within client_header_ms of
+        // its first byte (a head dribbled a byte at a time must not hold the connection for
+        // ever), and client_body_ms between two reads of the body.
+        beast::error_code ec;
+        if (buffer_.size() == 0) {
+            deadline_.arm(
+                std::chrono::milliseconds(first ? cfg.client_header_ms : cfg.client_idle_ms));
+            auto [rec, rn] = co_await stream_.async_read_some(
+                buffer_.prepare(beast::read_size(buffer_, 65536)), use_nothrow);
+            buffer_.commit(rn);
+            ec = deadline_.settle(rec);
+        }
+        first = false;
+        const bool head_started = buffer_.size() > 0;
+        // What is buffered is parsed in place: an asynchronous read operation costs ~1k
+        // instructions even when it reads nothing, and a head (often the body too) usually
+        // comes in the first read.
+        if (!ec) {
+            ec = parse_buffered(parser, false);
+        }
+        if (!ec && !parser.is_header_done()) {
+            deadline_.arm(std::chrono::milliseconds(cfg.client_header_ms));
+            auto [hec, n] = co_await http::async_read_header(stream_, buffer_, parser, use_nothrow);
+            ec = deadline_.settle(hec);
+        }
         if (!ec) {
             idle_ = false;
             // Refuse an over-long body before reading it, and tell a client that waits for
@@ -162,33 +223,57 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
                     beast::iequals(parser.get()[http::field::expect], "100-continue")) {
                     http::response<http::empty_body> cont{http::status::continue_,
                                                           parser.get().version()};
+                    deadline_.arm(std::chrono::milliseconds(cfg.client_body_ms));
                     auto [cec, cn] = co_await http::async_write(stream_, cont, use_nothrow);
-                    ec = cec;
+                    ec = deadline_.settle(cec);
+                }
+                // Room for the whole body at once: Beast reads into the buffer's free
+                // capacity (512 bytes at first), one syscall per fill.
+                if (!ec && length) {
+                    buffer_.reserve(buffer_.size() + static_cast<size_t>(*length));
                 }
                 if (!ec) {
-                    // Room for the whole body at once: Beast reads into the buffer's free
-                    // capacity (512 bytes at first), one syscall per fill.
-                    if (length) {
-                        buffer_.reserve(buffer_.size() + static_cast<size_t>(*length));
-                    }
-                    auto [bec, bn] = co_await http::async_read(stream_, buffer_, parser, use_nothrow);
-                    ec = bec;
+                    ec = parse_buffered(parser, true);
+                }
+                while (!ec && !parser.is_done()) {
+                    deadline_.arm(std::chrono::milliseconds(cfg.client_body_ms));
+                    auto [bec, bn] =
+                        co_await http::async_read_some(stream_, buffer_, parser, use_nothrow);
+                    ec = deadline_.settle(bec);
                 }
             }
         }
-        ec = deadline_.settle(ec);
         idle_ = false;
         if (ec) {
             const unsigned version = parser.is_header_done() ? parser.get().version() : 11;
             // The client's dialect when its request line names a generation route; otherwise
             // the OpenAI shape, which every JSON client can read.
             canonical::Dialect dialect = canonical::Dialect::openai_chat;
-            if (parser.is_header_done()) {
-                const Route route =
-                    match_route(parser.get().method_string(), parser.get().target());
-                if (route.kind == Route::Kind::generate) {
-                    dialect = route.dialect;
+            Route route;
+            // A head cut short still names its route once its request line is parsed (Beast
+            // parses the line before the fields have all arrived).
+            if (parser.is_header_done() || !parser.get().method_string().empty()) {
+                route = match_route(parser.get().method_string(), parser.get().target());
+            }
+            if (route.kind == Route::Kind::generate) {
+                dialect = route.dialect;
+            }
+            if (ec == beast::error::timeout) {
+                if (parser.is_header_done()) {
+                    co_await reject(http::status::request_timeout,
+                                    "the request body stalled: nothing arrived for " +
+                                        std::to_string(cfg.client_body_ms) +
+                                        " ms (client_body_ms); send the body without pauses",
+                                    version, dialect);
+                } else if (head_started) {
+                    co_await reject(http::status::request_timeout,
+                                    "the request head did not arrive within " +
+                                        std::to_string(cfg.client_header_ms) +
+                                        " ms of its first byte (client_header_ms); send the "
+                                        "request line and headers at once",
+                                    version, dialect);
                 }
+                break;  // no byte of a request yet: an idle connection, closed quietly
             }
             if (auto refusal = parser.framing_refusal(ec)) {
                 co_await reject(refusal->status, std::move(refusal->message), version, dialect);

@@ -15,6 +15,7 @@
 namespace infergate {
 
 class Worker;
+class ClientRequestParser;
 
 // The body of an error answered before any route ran (a request that could not be read), in
 // `dialect`'s error shape. `message` may quote the client's bytes: it is written by the JSON
@@ -28,21 +29,28 @@ std::string valid_utf8(std::string_view text);
 
 class Session {
 public:
-    Session(Worker& worker, Socket socket);
+    // `refuse`: the connection limit is reached and no idle connection could be shed: the
+    // session answers 503 and closes.
+    Session(Worker& worker, Socket socket, bool refuse = false);
     ~Session();
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
 
     // `self` keeps the session alive for as long as the coroutine runs.
     Task<void> run(std::shared_ptr<Session> self);
-    // Shutdown: close the connection now if it is waiting for a request.
-    void close_if_idle();
+    // Shutdown and shedding: close the connection now if it is waiting for a request (and was
+    // not closed already); true when it did.
+    bool close_if_idle();
 
 private:
     Task<void> linger();
+    // Feeds what buffer_ holds to `parser`, with no I/O: up to the end of the head, or with
+    // `body` as much of the body as is there. need_more is no error here.
+    beast::error_code parse_buffered(ClientRequestParser& parser, bool body);
     // `dialect`: the client's, when its route is known from the request line.
+    // `logged`: false when the caller reports it (rate-limited) instead of one line each.
     Task<void> reject(http::status status, std::string message, unsigned version,
-                      canonical::Dialect dialect);
+                      canonical::Dialect dialect, bool logged = true);
 
     Worker& worker_;
     Stream stream_;
@@ -52,6 +60,7 @@ private:
     std::list<Session*>::iterator registration_;
     std::string peer_;
     bool idle_ = true;
+    bool refuse_ = false;
 };
 
 }  // namespace infergate

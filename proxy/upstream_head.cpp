@@ -64,6 +64,9 @@ std::string upstream_request_head(const ClientRequest& request, http::verb verb,
     head += ' ';
     head += target.empty() ? std::string_view("/") : target;
     head += " HTTP/1.1\r\n";
+    // Credentials in the backend's URL (http://user:pass@host) go as Basic auth when no key is
+    // configured, replacing the client's Authorization as a key would.
+    const bool basic = b.api_key.empty() && !b.url.basic_auth.empty();
     bool has_version = false;
     const bool has_connection = !request[http::field::connection].empty();
     for (size_t i = 0; i < request.field_count(); ++i) {
@@ -72,7 +75,8 @@ std::string upstream_request_head(const ClientRequest& request, http::verb verb,
             continue;
         }
         if (beast::iequals(f.name, "x-request-id") ||
-            (!b.api_key.empty() && beast::iequals(f.name, backend_headers.key_header))) {
+            (!b.api_key.empty() && beast::iequals(f.name, backend_headers.key_header)) ||
+            (basic && f.id == http::field::authorization)) {
             continue;
         }
         has_version = has_version || (!backend_headers.version_header.empty() &&
@@ -86,6 +90,10 @@ std::string upstream_request_head(const ClientRequest& request, http::verb verb,
         head += ": ";
         head += backend_headers.key_prefix;
         head += b.api_key;
+        head += "\r\n";
+    } else if (basic) {
+        head += "Authorization: Basic ";
+        head += b.url.basic_auth;
         head += "\r\n";
     }
     if (!backend_headers.version_header.empty() && !has_version) {

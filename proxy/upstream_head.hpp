@@ -1,7 +1,8 @@
 #pragma once
 // The head of a request to the backend: the client's end-to-end headers (hop-by-hop ones, those
 // the client named in Connection, and the ones the proxy sets itself dropped), then the proxy's
-// own: Host, X-Request-Id, the operator's key in the header the backend's API reads, the version
+// own: Host, X-Request-Id, the operator's key in the header the backend's API reads (or the
+// credentials of the backend's URL as Basic auth), the version
 // header that API requires, Accept, Accept-Encoding: identity, and for a POST the body's type and
 // length.
 

@@ -7,17 +7,18 @@
 namespace infergate {
 
 Worker::Worker(int index, std::shared_ptr<const config::Config> config, net::ssl::context* tls,
-               Metrics& metrics, int access_log_fd)
+               Metrics& metrics, int access_log_fd, ConnectionBudget& connections)
     : index_(index),
       config_(std::move(config)),
       pool_(io_.get_executor(), deadlines_, config_->backend(),
             config_->backend().url.tls ? tls : nullptr),
       metrics_(metrics),
       access_log_fd_(access_log_fd),
-      rng_(std::random_device{}() ^ (static_cast<uint64_t>(index) << 32)) {
+      rng_(std::random_device{}() ^ (static_cast<uint64_t>(index) << 32)),
+      connections_(connections) {
     const config::Timeouts& t = config_->backend().timeouts;
-    int64_t shortest =
-        std::min({t.connect_ms, t.first_byte_ms, t.idle_ms, config_->client_idle_ms});
+    int64_t shortest = std::min({t.connect_ms, t.first_byte_ms, t.idle_ms, config_->client_idle_ms,
+                                 config_->client_header_ms, config_->client_body_ms});
     if (t.total_ms > 0) {
         shortest = std::min(shortest, t.total_ms);
     }
@@ -57,6 +58,15 @@ void Worker::backend_unreachable(const beast::error_code& ec) {
     }
     last_down_report_ = now;
     on_backend_down_();
+}
+
+bool Worker::shed_oldest_idle() {
+    for (Session* s : sessions_) {
+        if (s->close_if_idle()) {
+            return true;
+        }
+    }
+    return false;
 }
 
 void Worker::begin_shutdown() {

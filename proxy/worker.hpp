@@ -3,6 +3,7 @@
 // learned about the backend. Everything here is touched only from the worker's own thread;
 // other threads reach it only through net::post onto its io_context.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -32,10 +33,17 @@ struct BackendInfo {
     std::string detail;            // how it was found, or why it is not known yet
 };
 
+// The client connections all workers hold together, against limits.max_connections (shared:
+// SO_REUSEPORT spreads connections unevenly, a per-worker share would refuse too early).
+struct ConnectionBudget {
+    int64_t cap = 0;
+    std::atomic<int64_t> open{0};
+};
+
 class Worker {
 public:
     Worker(int index, std::shared_ptr<const config::Config> config, net::ssl::context* tls,
-           Metrics& metrics, int access_log_fd);
+           Metrics& metrics, int access_log_fd, ConnectionBudget& connections);
     ~Worker();
     Worker(const Worker&) = delete;
     Worker& operator=(const Worker&) = delete;
@@ -64,6 +72,10 @@ public:
     std::list<Session*>::iterator add_session(Session* s) { return sessions_.insert(sessions_.end(), s); }
     void remove_session(std::list<Session*>::iterator it) { sessions_.erase(it); }
     bool stopping() const { return stopping_; }
+    ConnectionBudget& connections() { return connections_; }
+    // Closes this worker's oldest connection that waits for a request (keep-alive idle, or a
+    // request head still arriving); false when every one is busy with an exchange.
+    bool shed_oldest_idle();
     // Stop accepting keep-alive requests; idle sessions close now, busy ones after their
     // exchange.
     void begin_shutdown();
@@ -86,7 +98,8 @@ private:
     std::function<void()> on_backend_down_;
     std::chrono::steady_clock::time_point last_down_report_{};
     std::mt19937_64 rng_;
-    std::list<Session*> sessions_;
+    std::list<Session*> sessions_;  // in accept order: the oldest first
+    ConnectionBudget& connections_;
     bool stopping_ = false;
     std::chrono::system_clock::time_point started_ = std::chrono::system_clock::now();
 };

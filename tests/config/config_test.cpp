@@ -52,6 +52,7 @@ TEST_CASE("defaults: SGLang's port, generous timeouts") {
     auto r = load_yaml_text("backends: [{url: 'http://127.0.0.1:8000'}]");
     REQUIRE(r.errors.empty());
     CHECK(r.config->listen_port == 30000);
+    CHECK(r.config->listen_host == "127.0.0.1");  // this host only, as SGLang
     CHECK(r.config->backend().dialect == BackendDialect::auto_detect);
     CHECK(r.config->backend().timeouts.first_byte_ms >= 600000);
     CHECK(r.config->backend().timeouts.total_ms == 0);
@@ -184,6 +185,11 @@ TEST_CASE("listen addresses") {
     CHECK(port == 0);
     CHECK(parse_listen("[::1]:30000", host, port, err));
     CHECK(host == "::1");
+    CHECK(parse_listen("localhost:30000", host, port, err));  // a name, resolved at start
+    CHECK(host == "localhost");
+    CHECK(parse_listen("[::]:8080", host, port, err));
+    CHECK(host == "::");
+    CHECK(port == 8080);
     CHECK_FALSE(parse_listen("127.0.0.1", host, port, err));
     CHECK_FALSE(parse_listen("127.0.0.1:x", host, port, err));
 }
@@ -228,4 +234,79 @@ TEST_CASE("yaml_quote: any command-line value reads back as itself") {
     REQUIRE(refused.config == nullptr);
     REQUIRE_FALSE(refused.errors.empty());
     CHECK(refused.errors[0].find("backends[0].model") != std::string::npos);
+}
+
+TEST_CASE("client limits: the connection cap and the request deadlines") {
+    auto d = load_yaml_text("backends: [{url: 'http://127.0.0.1:8000'}]");
+    REQUIRE(d.errors.empty());
+    CHECK(d.config->max_connections == 0);  // derived from the descriptor limit at start
+    CHECK(d.config->client_header_ms == 60000);
+    CHECK(d.config->client_body_ms == 60000);
+    auto r = load_yaml_text(R"(
+limits: {max_connections: 500}
+client_header_ms: 1500
+client_body_ms: 2500
+backends: [{url: 'http://127.0.0.1:8000'}]
+)");
+    REQUIRE(r.errors.empty());
+    CHECK(r.config->max_connections == 500);
+    CHECK(r.config->client_header_ms == 1500);
+    CHECK(r.config->client_body_ms == 2500);
+    auto bad = load_yaml_text(R"(
+limits: {max_connections: -1}
+client_header_ms: 0
+client_body_ms: -5
+backends: [{url: 'http://127.0.0.1:8000'}]
+)");
+    CHECK(has_error(bad, "limits.max_connections: must be >= 1, or 0 to derive it"));
+    CHECK(has_error(bad, "client_header_ms: must be > 0"));
+    CHECK(has_error(bad, "client_body_ms: must be > 0"));
+}
+
+TEST_CASE("credentials in a backend URL become Basic auth and are never shown") {
+    CHECK(base64("") == "");
+    CHECK(base64("f") == "Zg==");
+    CHECK(base64("fo") == "Zm8=");
+    CHECK(base64("foo") == "Zm9v");
+    CHECK(base64("user:secret") == "dXNlcjpzZWNyZXQ=");
+    std::string err;
+    auto u = parse_url("http://user:secret@vllm.internal:8000/base", err);
+    REQUIRE(u);
+    CHECK(u->host == "vllm.internal");  // not "user:secret@vllm.internal"
+    CHECK(u->port == 8000);
+    CHECK(u->base_path == "/base");
+    CHECK(u->basic_auth == base64("user:secret"));
+    CHECK(u->text() == "http://vllm.internal:8000/base");
+    CHECK(u->authority() == "vllm.internal:8000");
+    // Percent-encoded (RFC 3986 §2.1), an '@' in the password, IPv6, no password.
+    u = parse_url("https://us%20er:p%40ss:w@[::1]:9000", err);
+    REQUIRE(u);
+    CHECK(u->host == "::1");
+    CHECK(u->basic_auth == base64("us er:p@ss:w"));
+    CHECK(u->text() == "https://[::1]:9000");
+    u = parse_url("http://token@h", err);
+    REQUIRE(u);
+    CHECK(u->basic_auth == base64("token:"));
+    u = parse_url("http://h:8000", err);
+    REQUIRE(u);
+    CHECK(u->basic_auth.empty());
+    // An '@' in the path is not userinfo.
+    u = parse_url("http://h:8000/a@b", err);
+    REQUIRE(u);
+    CHECK(u->host == "h");
+    CHECK(u->basic_auth.empty());
+    // Errors and notes quote the URL without the secret.
+    CHECK_FALSE(parse_url("http://user:secret@h:99999", err));
+    CHECK(err.find("secret") == std::string::npos);
+    CHECK(err.find("http://***@h:99999") != std::string::npos);
+    CHECK_FALSE(parse_url("http://user:secret@h:8000/v1/chat/completions", err));
+    CHECK(err.find("secret") == std::string::npos);
+    std::string note;
+    u = parse_url("http://user:secret@h:8000/v1", err, &note);
+    REQUIRE(u);
+    CHECK_FALSE(note.empty());
+    CHECK(note.find("secret") == std::string::npos);
+    auto r = load_yaml_text("backends: [{url: 'ftp://user:secret@h'}]");
+    REQUIRE_FALSE(r.errors.empty());
+    CHECK(r.errors[0].find("secret") == std::string::npos);
 }

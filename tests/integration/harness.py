@@ -127,7 +127,8 @@ class Process:
     drained by a thread so the child never blocks on a full pipe.
     """
 
-    def __init__(self, argv: list[str], name: str):
+    def __init__(self, argv: list[str], name: str, preexec=None):
+        """`preexec`: also run in the child before exec (resource limits, say)."""
         self.argv = argv
         self.name = name
         self._stderr_file = tempfile.NamedTemporaryFile(
@@ -136,7 +137,8 @@ class Process:
         self.stdout_lines: list[str] = []
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=self._stderr_file, start_new_session=True,
-                                     preexec_fn=_die_with_parent)
+                                     preexec_fn=_die_with_parent if preexec is None
+                                     else lambda: (_die_with_parent(), preexec()))
         with _LIVE_LOCK:
             _LIVE.add(self)
         try:
@@ -242,7 +244,7 @@ class Emulator(Process):
 
 class Proxy(Process):
     def __init__(self, args: Iterable[str] = (), config_yaml: str | None = None,
-                 wait_ready: bool = True, model: str | None = None):
+                 wait_ready: bool = True, model: str | None = None, preexec=None):
         """`model`: the backend's served name; readiness waits until /v1/models lists it
         (aliases are listed before the backend probe has finished)."""
         self.config_path = None
@@ -255,7 +257,7 @@ class Proxy(Process):
             self.config_path = f.name
             argv += ["--config", f.name]
         argv += list(args)
-        super().__init__(argv, "infergate")
+        super().__init__(argv, "infergate", preexec)
         if wait_ready:
             try:
                 self.wait_ready(model=model)

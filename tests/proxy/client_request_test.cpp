@@ -68,13 +68,14 @@ TEST_CASE("client request: line, headers in order, case-insensitive lookup, size
 
 TEST_CASE("client request: a chunked body, keep-alive by version and Connection") {
     const ClientRequest chunked = parse(
-        "POST /generate HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        "POST /generate HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: "
+        "close\r\n\r\n"
         "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
     CHECK(chunked.body() == "abcde");
     CHECK_FALSE(chunked.keep_alive());
     CHECK(parse("GET / HTTP/1.0\r\n\r\n").keep_alive() == false);
     CHECK(parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keep_alive());
-    const ClientRequest odd = parse("BREW /pot HTTP/1.1\r\n\r\n");
+    const ClientRequest odd = parse("BREW /pot HTTP/1.1\r\nHost: h\r\n\r\n");
     CHECK(odd.method() == http::verb::unknown);
     CHECK(odd.method_string() == "BREW");
 }
@@ -83,7 +84,7 @@ TEST_CASE("client request: the parser's limits still apply") {
     ClientRequestParser p;
     p.body_limit(4);
     beast::error_code ec;
-    const std::string wire = "POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
+    const std::string wire = "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello";
     p.put(net::buffer(wire), ec);
     CHECK(ec == http::error::body_limit);
 }
@@ -149,18 +150,71 @@ TEST_CASE("client request: the framings RFC 9112 allows are accepted") {
     CHECK_FALSE(refusal("Content-Length: 5, 5\r\n").has_value());
     CHECK_FALSE(refusal("").has_value());
     const ClientRequest r = parse(
-        "POST /generate HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "POST /generate HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
         "3;ext=\"a b\"\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: 1\r\n\r\n");
     CHECK(r.body() == "abcde");
 }
 
 TEST_CASE("client request: other parse errors are no framing refusal") {
     ClientRequestParser p;
-    const std::string wire = "POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n";
+    const std::string wire = "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: x\r\n\r\n";
     beast::error_code ec;
     p.put(net::buffer(wire), ec);
     CHECK(ec == http::error::bad_content_length);
     CHECK_FALSE(p.framing_refusal(ec).has_value());
+}
+
+// Parses a whole head; the refusal it gets (nullopt: accepted).
+std::optional<ClientRequestParser::Refusal> head_refusal(const std::string& wire) {
+    ClientRequestParser p;
+    beast::error_code ec;
+    p.put(net::buffer(wire), ec);
+    auto r = p.framing_refusal(ec);
+    if (r) {
+        CHECK(ec);
+    } else {
+        CHECK((!ec || ec == http::error::need_more));
+    }
+    return r;
+}
+
+TEST_CASE("client request: HTTP/1.1 needs exactly one Host; HTTP/1.0 needs none") {
+    // RFC 9112 §3.2.
+    const auto none = head_refusal("GET /health HTTP/1.1\r\nAccept: */*\r\n\r\n");
+    REQUIRE(none.has_value());
+    CHECK(none->status == http::status::bad_request);
+    CHECK(none->message.find("no Host header") != std::string::npos);
+    CHECK(none->message.find("send Host:") != std::string::npos);
+    const auto two = head_refusal("GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n");
+    REQUIRE(two.has_value());
+    CHECK(two->status == http::status::bad_request);
+    CHECK(two->message.find("2 Host headers") != std::string::npos);
+    CHECK_FALSE(head_refusal("GET /health HTTP/1.1\r\nhost: a\r\n\r\n").has_value());
+    CHECK_FALSE(head_refusal("GET /health HTTP/1.0\r\n\r\n").has_value());
+    CHECK(parse("GET /health HTTP/1.0\r\n\r\n").target() == "/health");
+}
+
+TEST_CASE("client request: an absolute-form target is routed by its path and query") {
+    // RFC 9112 §3.2.2: a server must accept it (clients send it to proxies).
+    CHECK(parse("POST http://h:30000/v1/completions HTTP/1.1\r\nHost: h\r\n\r\n").target() ==
+          "/v1/completions");
+    CHECK(parse("GET HTTPS://h/v1/models?limit=2 HTTP/1.1\r\nHost: h\r\n\r\n").target() ==
+          "/v1/models?limit=2");
+    CHECK(parse("GET http://[::1]:8080 HTTP/1.1\r\nHost: h\r\n\r\n").target() == "/");
+    CHECK(parse("GET http://h?x=1 HTTP/1.1\r\nHost: h\r\n\r\n").target() == "/?x=1");
+    CHECK(parse("GET /plain HTTP/1.1\r\nHost: h\r\n\r\n").target() == "/plain");
+    CHECK(parse("GET /http://h/x HTTP/1.1\r\nHost: h\r\n\r\n").target() == "/http://h/x");
+}
+
+TEST_CASE("client request: an HTTP/2 preface or any version above 1.x gets 505") {
+    const auto h2c = head_refusal("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    REQUIRE(h2c.has_value());
+    CHECK(h2c->status == http::status::http_version_not_supported);
+    CHECK(h2c->message.find("not HTTP/2") != std::string::npos);
+    const auto v3 = head_refusal("GET /health HTTP/3.0\r\nHost: h\r\n\r\n");
+    REQUIRE(v3.has_value());
+    CHECK(v3->status == http::status::http_version_not_supported);
+    CHECK_FALSE(head_refusal("GET /health HTTP/1.1\r\nHost: h\r\n\r\n").has_value());
 }
 
 }  // namespace infergate

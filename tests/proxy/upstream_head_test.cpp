@@ -66,6 +66,22 @@ TEST_CASE("the operator's key replaces the client's, in the header the backend's
     CHECK(head.find("anthropic-version: 2023-06-01\r\n") != std::string::npos);
 }
 
+TEST_CASE("credentials in the backend URL go as Basic auth, unless a key is configured") {
+    const ClientRequest r = parse_head(
+        "POST /v1/completions HTTP/1.1\r\nHost: p\r\nAuthorization: Bearer client\r\n");
+    config::Backend b = backend();
+    b.url.basic_auth = "dTpw";  // base64("u:p")
+    std::string head = upstream_request_head(r, http::verb::post, "/v1/completions", 2, false, b,
+                                             translators::BackendHeaders{}, "r");
+    CHECK(head.find("Authorization: Basic dTpw\r\n") != std::string::npos);
+    CHECK(head.find("Bearer client") == std::string::npos);
+    b.api_key = "sk-op";
+    head = upstream_request_head(r, http::verb::post, "/v1/completions", 2, false, b,
+                                 translators::BackendHeaders{}, "r");
+    CHECK(head.find("Authorization: Bearer sk-op\r\n") != std::string::npos);
+    CHECK(head.find("Basic") == std::string::npos);
+}
+
 TEST_CASE("a client's own anthropic-version wins over the default") {
     const ClientRequest r =
         parse_head("POST /v1/messages HTTP/1.1\r\nHost: p\r\nanthropic-version: 2024-01-01\r\n");
