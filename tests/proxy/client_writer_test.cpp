@@ -31,7 +31,8 @@ std::shared_ptr<const config::Config> test_config() {
 struct Rig {
     std::shared_ptr<const config::Config> config = test_config();
     Metrics metrics{*config, 1};
-    Worker worker{0, config, nullptr, metrics, -1};
+    ConnectionBudget connections;
+    Worker worker{0, config, nullptr, metrics, -1, connections};
     Socket peer{worker.io().get_executor()};
     Stream stream{worker.io().get_executor()};
     Deadline deadline{worker.deadlines()};
