@@ -84,6 +84,9 @@ LoadResult finish(Config c, Reader& r) {
             b.api_key = v != nullptr ? v : "";
         }
     }
+    if (c.auth.enabled()) {
+        load_client_keys(c.auth, r.errors);
+    }
     auto more = validate(c);
     r.errors.insert(r.errors.end(), more.begin(), more.end());
     LoadResult out;
@@ -242,7 +245,7 @@ LoadResult load_yaml_text(std::string_view text) {
     }
     r.check_keys(
         root, "",
-        {"listen", "threads", "limits", "backends", "models", "log_level", "client_idle_ms",
+        {"listen", "threads", "limits", "auth", "backends", "models", "log_level", "client_idle_ms",
          "client_header_ms", "client_body_ms", "shutdown_grace_ms", "access_log"});
     if (!r.errors.empty() && !root.IsMap()) {
         return LoadResult{nullptr, r.errors, {}};
@@ -265,6 +268,11 @@ LoadResult load_yaml_text(std::string_view text) {
         r.read(limits, "max_body_bytes", "limits", c.max_body_bytes);
         r.read(limits, "max_header_bytes", "limits", c.max_header_bytes);
         r.read(limits, "max_connections", "limits", c.max_connections);
+    }
+    if (const YAML::Node auth = root["auth"]; auth) {
+        r.check_keys(auth, "auth", {"keys_file", "keys_env"});
+        r.read(auth, "keys_file", "auth", c.auth.keys_file);
+        r.read(auth, "keys_env", "auth", c.auth.keys_env);
     }
     if (const YAML::Node backends = root["backends"]; backends) {
         if (!backends.IsSequence()) {

@@ -76,6 +76,28 @@ struct Alias {
     std::string target;  // the backend's served model name
 };
 
+// A key clients must present (auth:). Keys come from a file or an environment variable, never
+// from the config itself (docs/security.md).
+struct ClientKey {
+    std::string name;        // its label in the metrics and the access log; never the key
+    std::string key;
+    double rps = 0;          // requests per second (a burst of up to one second's worth); 0: none
+    int max_concurrent = 0;  // generations in flight at once; 0: no limit
+};
+
+struct Auth {
+    // One key per line (`#` comments and blank lines skipped; named key-1, key-2, ... by line),
+    // or YAML: a list of {name, key, rps, max_concurrent}.
+    std::string keys_file;
+    std::string keys_env;  // an environment variable holding keys, separated by commas or newlines
+    std::vector<ClientKey> keys;  // from both, loaded with the config
+    bool enabled() const { return !keys_file.empty() || !keys_env.empty(); }
+};
+
+// Reads the keys of `auth` (its file and variable) into auth.keys; errors are appended with
+// their path ("auth.keys_file: ...") and never quote a key.
+void load_client_keys(Auth& auth, std::vector<std::string>& errors);
+
 struct Config {
     // This host only by default, as SGLang's own default: there is no client authentication
     // yet, and a backend key is injected into every request (docs/security.md).
@@ -96,6 +118,7 @@ struct Config {
     int64_t shutdown_grace_ms = 30000;
     std::vector<Backend> backends;  // exactly one until routing across backends exists
     std::vector<Alias> aliases;
+    Auth auth;  // client keys; off unless keys_file or keys_env is set
     std::string log_level = "info";
     // One JSON line per request: "stderr" (default), "off", or a file path (appended to).
     std::string access_log = "stderr";

@@ -1,5 +1,6 @@
 #include "proxy/exchange.hpp"
 
+#include "proxy/client_auth.hpp"
 #include "proxy/disconnect_watch.hpp"
 #include "proxy/generation.hpp"
 #include "proxy/router.hpp"
@@ -27,6 +28,9 @@ Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
 
 Exchange::~Exchange() {
     watch_.stop();
+    if (admitted_) {
+        worker_.auth()->release(key_);
+    }
 }
 
 Task<bool> Exchange::run() {
@@ -37,6 +41,9 @@ Task<bool> Exchange::run() {
 
 Task<bool> Exchange::dispatch() {
     const Route route = match_route(request_.method_string(), request_.target());
+    if (auto refused = co_await authorize(route)) {
+        co_return *refused;
+    }
     switch (route.kind) {
         case Route::Kind::metrics: co_return co_await serve_metrics();
         case Route::Kind::generate: co_return co_await generate(route.dialect, route.path);
@@ -119,6 +126,9 @@ Task<bool> Exchange::generate_by_body(std::string_view path) {
 Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path) {
     const translators::Codec& front = translators::codec_for(dialect);
     meter_.start_generation(canonical::to_string(dialect), route_label(dialect));
+    if (auto refused = co_await admit(front)) {
+        co_return *refused;
+    }
     auto decoded = front.decode_request(request_.body());
     if (!decoded) {
         meter_.set_outcome(Outcome::rejected);

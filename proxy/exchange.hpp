@@ -15,6 +15,7 @@
 #include "proxy/client_writer.hpp"
 #include "proxy/net.hpp"
 #include "proxy/request_meter.hpp"
+#include "proxy/router.hpp"
 #include "proxy/upstream_call.hpp"
 #include "translators/canonical/catalogue.hpp"
 #include "translators/codec.hpp"
@@ -40,6 +41,11 @@ public:
 private:
     // ---- routes (exchange.cpp: generations; exchange_info.cpp, exchange_native_info.cpp) ----
     Task<bool> dispatch();
+    // Client keys (exchange_auth.cpp). nullopt: the request may go on; a value: it was answered
+    // (401 in the client's dialect) and that is the keep-alive result.
+    Task<std::optional<bool>> authorize(const Route& route);
+    // The key's limits for a generation (429 with Retry-After when over one).
+    Task<std::optional<bool>> admit(const translators::Codec& front);
     // `path` is the matched route (TGI answers /generate, /generate_stream and / differently).
     Task<bool> generate(canonical::Dialect dialect, std::string_view path);
     Task<bool> generate_by_body(std::string_view path);
@@ -75,6 +81,8 @@ private:
     RequestMeter meter_;
     ClientWriter client_;
     UpstreamCall upstream_;
+    int key_ = -1;           // the client key the request presented (ClientAuth), or -1
+    bool admitted_ = false;  // counted in the key's generations in flight until the end
 };
 
 }  // namespace infergate

@@ -1,6 +1,7 @@
 // Exchange: the info routes (models, health, SGLang's model/server info, /metrics). What they show is
 // gathered once, in catalogue(); the bodies come from each dialect's encoder
 // (translators/<dialect>/info.hpp, through translators/info.hpp).
+#include "proxy/client_auth.hpp"
 #include "proxy/exchange.hpp"
 #include "proxy/upstream_pool.hpp"
 #include "proxy/version.hpp"
@@ -87,7 +88,11 @@ Task<bool> Exchange::health(bool generate) {
 }
 
 Task<bool> Exchange::serve_metrics() {
-    co_return co_await client_.send(http::status::ok, worker_.metrics_registry().render(),
+    std::string text = worker_.metrics_registry().render();
+    if (const ClientAuth* auth = worker_.auth()) {
+        text += auth->render();
+    }
+    co_return co_await client_.send(http::status::ok, std::move(text),
                                     "text/plain; version=0.0.4; charset=utf-8");
 }
 

@@ -251,6 +251,9 @@ void RequestMeter::write_access_log(int fd, const ClientRequest& request,
     write_string(w, "front", front_name_);
     write_string(w, "back", back_name_);
     write_string(w, "backend", worker_.pool().backend().name);
+    if (!key_name_.empty()) {
+        write_string(w, "key", key_name_);  // the key's configured name, never the key
+    }
     write_string(w, "model", model_label_);  // logs may hold what the client typed; labels never
     w.Key("status");
     w.Int(status);

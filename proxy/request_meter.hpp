@@ -59,6 +59,8 @@ public:
     // The model as the client named it (the access log) and its bounded metrics slot.
     void set_model(std::string label);
     void set_back(std::string_view back) { back_name_ = back; }
+    // The configured name of the client key the request presented (the access log).
+    void set_key(std::string_view name) { key_name_ = name; }
 
     // Content-bearing bytes carrying `tokens` tokens are about to leave for the client.
     void note_content(int64_t tokens);
@@ -106,6 +108,7 @@ private:
     Failure failure_;
     std::string_view front_name_;
     std::string_view back_name_;
+    std::string_view key_name_;
     std::string model_label_;
     std::chrono::steady_clock::duration waited_{};
     std::optional<std::chrono::steady_clock::time_point> first_content_;

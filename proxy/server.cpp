@@ -12,6 +12,7 @@
 #include <boost/asio/signal_set.hpp>
 
 #include "proxy/backend_probe.hpp"
+#include "proxy/client_auth.hpp"
 #include "proxy/listener.hpp"
 #include "proxy/log.hpp"
 #include "proxy/worker.hpp"
@@ -90,7 +91,9 @@ void Server::log_exposure(const std::vector<tcp::endpoint>& bound) const {
     const config::Backend& b = config_->backend();
     std::string line = "exposed: ";
     line += loopback_only ? "this host only (loopback)" : "the network (a non-loopback address)";
-    line += "; client auth: off (no client keys yet: whoever reaches the port is served)";
+    const bool keys = config_->auth.enabled();
+    line += keys ? "; client auth: on (" + std::to_string(config_->auth.keys.size()) + " keys)"
+                 : "; client auth: off (whoever reaches the port is served)";
     line += b.api_key.empty()
                 ? "; backend key: none"
                 : "; backend key: injected from $" + b.api_key_env + " into every request";
@@ -98,11 +101,12 @@ void Server::log_exposure(const std::vector<tcp::endpoint>& bound) const {
         line += "; backend credentials: Basic, from the backend URL";
     }
     line += "; /metrics and /get_server_info: on this listener";
-    if (!loopback_only && (!b.api_key.empty() || !b.url.basic_auth.empty())) {
+    if (!loopback_only && !keys && (!b.api_key.empty() || !b.url.basic_auth.empty())) {
         // Whoever can reach the port spends the operator's key: say so where it is seen.
         log::warn(line +
                   " -- anyone who can reach it uses the backend's credentials; listen "
-                  "on 127.0.0.1, or keep the port behind a firewall");
+                  "on 127.0.0.1, configure client keys (auth:), or keep the port behind a "
+                  "firewall");
     } else {
         log::info(line);
     }
@@ -140,12 +144,14 @@ Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move
             startup_error_ = "access_log: cannot open '" + config_->access_log + "' for appending";
         }
     }
+    auth_ = std::make_shared<ClientAuth>(config_->auth);
     for (int i = 0; i < config_->threads; ++i) {
         workers_.push_back(std::make_unique<Worker>(i, config_, tls_ ? &*tls_ : nullptr, *metrics_,
                                                     access_log_fd_, *connections_));
         // Off the request path: a post to the main thread, which owns the probe.
         workers_.back()->on_backend_down(
             [this] { net::post(control_, [this] { backend_down(); }); });
+        workers_.back()->set_auth(auth_);
     }
 }
 

@@ -42,6 +42,7 @@ private:
 
     std::shared_ptr<const config::Config> config_;
     std::unique_ptr<class Metrics> metrics_;
+    std::shared_ptr<class ClientAuth> auth_;  // client keys, shared by the workers
     std::unique_ptr<struct ConnectionBudget> connections_;
     std::string fd_note_;  // the descriptor limit as raised at start, for the log
     int access_log_fd_ = -1;

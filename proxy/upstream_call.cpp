@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "proxy/client_auth.hpp"
 #include "proxy/client_request.hpp"
 #include "proxy/disconnect_watch.hpp"
 #include "proxy/http_head.hpp"
@@ -163,7 +164,8 @@ Task<bool> UpstreamCall::open(http::verb verb, std::string target, std::string b
     }
     const std::string head =
         upstream_request_head(request_, verb, target, body.size(), stream, b,
-                              translators::backend_headers(worker_.backend().dialect), request_id_);
+                              translators::backend_headers(worker_.backend().dialect), request_id_,
+                              worker_.auth() != nullptr && worker_.auth()->enabled());
     // Default-initialised on purpose: make_unique would value-initialise, zeroing the 16 KiB
     // read buffer on every request.
     state_.reset(new State);

@@ -55,7 +55,7 @@ std::string upstream_request_head(const ClientRequest& request, http::verb verb,
                                   std::string_view target, size_t body_size, bool stream,
                                   const config::Backend& b,
                                   const translators::BackendHeaders& backend_headers,
-                                  std::string_view request_id) {
+                                  std::string_view request_id, bool client_keys) {
     // The client's end-to-end headers, then the proxy's own (which replace a client's
     // X-Request-Id and, when the backend has a key, its credentials).
     std::string head;
@@ -76,7 +76,10 @@ std::string upstream_request_head(const ClientRequest& request, http::verb verb,
         }
         if (beast::iequals(f.name, "x-request-id") ||
             (!b.api_key.empty() && beast::iequals(f.name, backend_headers.key_header)) ||
-            (basic && f.id == http::field::authorization)) {
+            (basic && f.id == http::field::authorization) ||
+            (client_keys && (f.id == http::field::authorization ||
+                             beast::iequals(f.name, "x-api-key") ||
+                             beast::iequals(f.name, "api-key")))) {
             continue;
         }
         has_version = has_version || (!backend_headers.version_header.empty() &&

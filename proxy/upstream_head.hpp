@@ -4,7 +4,8 @@
 // own: Host, X-Request-Id, the operator's key in the header the backend's API reads (or the
 // credentials of the backend's URL as Basic auth), the version
 // header that API requires, Accept, Accept-Encoding: identity, and for a POST the body's type and
-// length.
+// length. `client_keys`: the client authenticated to infergate with a key (auth:), which is
+// infergate's and never goes upstream (Authorization, x-api-key and api-key are dropped).
 
 #include <string>
 #include <string_view>
@@ -21,6 +22,6 @@ std::string upstream_request_head(const ClientRequest& request, http::verb verb,
                                   std::string_view target, size_t body_size, bool stream,
                                   const config::Backend& backend,
                                   const translators::BackendHeaders& backend_headers,
-                                  std::string_view request_id);
+                                  std::string_view request_id, bool client_keys = false);
 
 }  // namespace infergate

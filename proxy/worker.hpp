@@ -22,6 +22,7 @@
 namespace infergate {
 
 class Session;
+class ClientAuth;
 
 // What the proxy knows about its backend: configured, or found by probing its info routes.
 struct BackendInfo {
@@ -65,6 +66,10 @@ public:
     // Set by the server before the worker runs; called on the worker's thread.
     void on_backend_down(std::function<void()> fn) { on_backend_down_ = std::move(fn); }
 
+    // Client keys (null or disabled: none configured). Shared by every worker.
+    ClientAuth* auth() const { return auth_.get(); }
+    void set_auth(std::shared_ptr<ClientAuth> auth) { auth_ = std::move(auth); }
+
     // Random hex ids (request ids, completion ids). Per-worker generator: no shared state.
     std::string random_hex(size_t chars);
 
@@ -96,6 +101,7 @@ private:
     int access_log_fd_;
     BackendInfo backend_;
     std::function<void()> on_backend_down_;
+    std::shared_ptr<ClientAuth> auth_;
     std::chrono::steady_clock::time_point last_down_report_{};
     std::mt19937_64 rng_;
     std::list<Session*> sessions_;  // in accept order: the oldest first

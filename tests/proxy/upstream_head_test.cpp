@@ -82,6 +82,17 @@ TEST_CASE("credentials in the backend URL go as Basic auth, unless a key is conf
     CHECK(head.find("Basic") == std::string::npos);
 }
 
+TEST_CASE("a client key (auth:) is infergate's: it never goes upstream") {
+    const ClientRequest r = parse_head(
+        "POST /v1/messages HTTP/1.1\r\nHost: p\r\nAuthorization: Bearer ig-key\r\n"
+        "x-api-key: ig-key\r\napi-key: ig-key\r\nX-Other: kept\r\n");
+    const std::string head = upstream_request_head(r, http::verb::post, "/v1/messages", 2, false,
+                                                   backend(), translators::BackendHeaders{}, "r",
+                                                   true);
+    CHECK(head.find("ig-key") == std::string::npos);
+    CHECK(head.find("X-Other: kept\r\n") != std::string::npos);
+}
+
 TEST_CASE("a client's own anthropic-version wins over the default") {
     const ClientRequest r =
         parse_head("POST /v1/messages HTTP/1.1\r\nHost: p\r\nanthropic-version: 2024-01-01\r\n");
