@@ -15,6 +15,7 @@
 #include "proxy/client_writer.hpp"
 #include "proxy/net.hpp"
 #include "proxy/request_meter.hpp"
+#include "proxy/router.hpp"
 #include "proxy/upstream_call.hpp"
 #include "translators/canonical/catalogue.hpp"
 #include "translators/codec.hpp"
@@ -29,7 +30,8 @@ public:
     // `client_deadline` times the writes to `client` (the session's, shared with its reads);
     // `watch` is the session's, started while the backend works on a generation.
     Exchange(Worker& worker, Stream& client, Deadline& client_deadline, DisconnectWatch& watch,
-             ClientRequest request, const std::string& peer);
+             ClientRequest request, const std::string& peer,
+             ListenerKind listener = ListenerKind::combined);
     ~Exchange();
     Exchange(const Exchange&) = delete;
     Exchange& operator=(const Exchange&) = delete;
@@ -75,6 +77,7 @@ private:
     RequestMeter meter_;
     ClientWriter client_;
     UpstreamCall upstream_;
+    ListenerKind listener_;  // which routes this connection is served
 };
 
 }  // namespace infergate
