@@ -5,10 +5,12 @@ nothing else. Without `admin_listen`, everything stays on the public listener as
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import unittest
 
 from checks import make_body
-from harness import Emulator, Proxy, Response, post_json, request, start
+from harness import Emulator, Proxy, Response, post_json, proxy_binary, request, start
 
 MODEL = "admin-model"
 CHAT = "/v1/chat/completions"
@@ -136,6 +138,43 @@ class NoAdminListener(unittest.TestCase):
         self.assertIn("GET /get_server_info", message)
         self.assertIn("/metrics and /get_server_info: on this listener",
                       self.proxy.stderr_text())
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([proxy_binary(), *args], capture_output=True, text=True, timeout=20,
+                          stdin=subprocess.DEVNULL)
+
+
+class AdminListenerErrors(unittest.TestCase):
+    """A bad admin_listen fails the start with status 2 and says which setting and why."""
+
+    def test_help_names_the_flag(self):
+        self.assertIn("--admin-listen HOST:PORT", run("--help").stdout)
+
+    def test_bad_address(self):
+        r = run("--admin-listen", "localhost", "--check-config")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--admin-listen: must be HOST:PORT, got 'localhost'", r.stderr)
+
+    def test_same_port_as_listen(self):
+        r = run("--listen", "127.0.0.1:30000", "--admin-listen", "127.0.0.1:30000",
+                "--check-config")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("admin_listen: port 30000 is the public listener's (listen)", r.stderr)
+
+    def test_port_in_use(self):
+        # A socket without SO_REUSEPORT holds the port: the admin bind fails, the start too.
+        with socket.socket() as held:
+            held.bind(("127.0.0.1", 0))
+            held.listen()
+            port = held.getsockname()[1]
+            r = subprocess.run([proxy_binary(), "--upstream", "http://127.0.0.1:9",
+                                "--listen", "127.0.0.1:0", "--admin-listen", f"127.0.0.1:{port}"],
+                               capture_output=True, text=True, timeout=20,
+                               stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"admin_listen: cannot listen on 127.0.0.1:{port}", r.stderr)
+        self.assertNotIn("listening on", r.stdout)
 
 
 if __name__ == "__main__":
