@@ -127,6 +127,12 @@ std::vector<std::string> validate(const Config& c) {
     if (c.max_header_bytes < 1024) {
         errors.push_back("limits.max_header_bytes: must be >= 1024");
     }
+    if (!c.admin_host.empty() && c.admin_port != 0 && c.admin_port == c.listen_port) {
+        // Both bind with SO_REUSEPORT: the kernel would spread connections across both.
+        errors.push_back("admin_listen: port " + std::to_string(c.admin_port) +
+                         " is the public listener's (listen); give the admin listener its own "
+                         "port, e.g. 127.0.0.1:" + std::to_string(c.listen_port + 1));
+    }
     if (c.max_connections < 0) {
         errors.push_back(
             "limits.max_connections: must be >= 1, or 0 to derive it from the "
@@ -243,10 +249,10 @@ LoadResult load_yaml_text(std::string_view text) {
     if (root.IsNull()) {
         root = YAML::Node(YAML::NodeType::Map);
     }
-    r.check_keys(
-        root, "",
-        {"listen", "threads", "limits", "auth", "backends", "models", "log_level", "client_idle_ms",
-         "client_header_ms", "client_body_ms", "shutdown_grace_ms", "access_log"});
+    r.check_keys(root, "",
+                 {"listen", "admin_listen", "threads", "limits", "auth", "backends", "models",
+                  "log_level", "client_idle_ms", "client_header_ms", "client_body_ms",
+                  "shutdown_grace_ms", "access_log"});
     if (!r.errors.empty() && !root.IsMap()) {
         return LoadResult{nullptr, r.errors, {}};
     }
@@ -254,6 +260,13 @@ LoadResult load_yaml_text(std::string_view text) {
         std::string err;
         if (!parse_listen(root["listen"].as<std::string>(""), c.listen_host, c.listen_port, err)) {
             r.fail("listen", err);
+        }
+    }
+    if (root["admin_listen"]) {
+        std::string err;
+        if (!parse_listen(root["admin_listen"].as<std::string>(""), c.admin_host, c.admin_port,
+                          err)) {
+            r.fail("admin_listen", err);
         }
     }
     r.read(root, "threads", "", c.threads);

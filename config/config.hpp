@@ -103,6 +103,10 @@ struct Config {
     // yet, and a backend key is injected into every request (docs/security.md).
     std::string listen_host = "127.0.0.1";
     uint16_t listen_port = 30000;  // SGLang's default, so old scripts' URLs stay right
+    // admin_listen: where /metrics, /get_server_info and the ops routes are served instead of
+    // the public listener (Envoy's admin port). Empty host: unset, everything on `listen`.
+    std::string admin_host;
+    uint16_t admin_port = 0;
     int threads = 1;
     uint64_t max_body_bytes = 8 * 1024 * 1024;
     uint32_t max_header_bytes = 64 * 1024;

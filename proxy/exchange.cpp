@@ -13,7 +13,8 @@
 namespace infergate {
 
 Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
-                   DisconnectWatch& watch, ClientRequest request, const std::string& peer)
+                   DisconnectWatch& watch, ClientRequest request, const std::string& peer,
+                   ListenerKind listener)
     : worker_(worker),
       request_(std::move(request)),
       peer_(peer),
@@ -21,7 +22,8 @@ Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
       watch_(watch),
       meter_(worker, request_.body().size()),
       client_(worker, client, client_deadline, request_, meter_, request_id_),
-      upstream_(worker, watch, meter_, request_, request_id_) {
+      upstream_(worker, watch, meter_, request_, request_id_),
+      listener_(listener) {
     const auto rid = request_["X-Request-Id"];
     request_id_ = !rid.empty() && rid.size() <= 128 ? std::string(rid) : worker_.random_hex(32);
 }
@@ -40,7 +42,7 @@ Task<bool> Exchange::run() {
 }
 
 Task<bool> Exchange::dispatch() {
-    const Route route = match_route(request_.method_string(), request_.target());
+    const Route route = match_route(request_.method_string(), request_.target(), listener_);
     if (auto refused = co_await authorize(route)) {
         co_return *refused;
     }
@@ -78,7 +80,7 @@ Task<bool> Exchange::dispatch() {
     e.type = "not_found_error";
     e.message = "no route " + std::string(request_.method_string()) + " " +
                 std::string(request_.target().substr(0, 200)) +
-                "; infergate serves: " + route_list();
+                "; infergate serves: " + route_list(listener_);
     co_return co_await client_.send_openai_error(e);
 }
 

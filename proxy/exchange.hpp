@@ -30,7 +30,8 @@ public:
     // `client_deadline` times the writes to `client` (the session's, shared with its reads);
     // `watch` is the session's, started while the backend works on a generation.
     Exchange(Worker& worker, Stream& client, Deadline& client_deadline, DisconnectWatch& watch,
-             ClientRequest request, const std::string& peer);
+             ClientRequest request, const std::string& peer,
+             ListenerKind listener = ListenerKind::combined);
     ~Exchange();
     Exchange(const Exchange&) = delete;
     Exchange& operator=(const Exchange&) = delete;
@@ -81,6 +82,7 @@ private:
     RequestMeter meter_;
     ClientWriter client_;
     UpstreamCall upstream_;
+    ListenerKind listener_;  // which routes this connection is served
     int key_ = -1;           // the client key the request presented (ClientAuth), or -1
     bool admitted_ = false;  // counted in the key's generations in flight until the end
 };

@@ -1,5 +1,6 @@
 // Exchange: client keys (config auth:, proxy/client_auth.hpp). Every route but the health checks
-// needs a configured key when keys are set; a generation is also held to the key's limits.
+// needs a configured key when keys are set (on the admin listener none does); a generation is
+// also held to the key's limits.
 #include <string>
 
 #include "proxy/client_auth.hpp"
@@ -55,7 +56,10 @@ canonical::Dialect client_dialect(const Route& route, const ClientRequest& reque
 
 Task<std::optional<bool>> Exchange::authorize(const Route& route) {
     ClientAuth* auth = worker_.auth();
-    if (auth == nullptr || !auth->enabled() || public_route(route, request_.method())) {
+    // The admin listener is the operator's (admin_listen, on loopback or a private network):
+    // Prometheus scrapes it without a client key.
+    if (auth == nullptr || !auth->enabled() || listener_ == ListenerKind::admin ||
+        public_route(route, request_.method())) {
         co_return std::nullopt;
     }
     const std::string_view presented = ClientAuth::presented(request_);

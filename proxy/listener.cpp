@@ -32,8 +32,9 @@ std::string times(Listener::Report& r) {
 
 }  // namespace
 
-Listener::Listener(Worker& worker, const tcp::endpoint& endpoint, beast::error_code& ec)
-    : worker_(worker), acceptor_(worker.io()) {
+Listener::Listener(Worker& worker, const tcp::endpoint& endpoint, ListenerKind kind,
+                   beast::error_code& ec)
+    : worker_(worker), acceptor_(worker.io()), kind_(kind) {
     acceptor_.open(endpoint.protocol(), ec);
     if (ec) {
         return;
@@ -118,7 +119,7 @@ Task<void> Listener::accept_loop() {
                 refuse = true;
             }
         }
-        auto session = std::make_shared<Session>(worker_, std::move(socket), refuse);
+        auto session = std::make_shared<Session>(worker_, std::move(socket), kind_, refuse);
         net::co_spawn(worker_.io(), session->run(session), net::detached);
     }
 }

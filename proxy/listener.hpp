@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "proxy/net.hpp"
+#include "proxy/router.hpp"
 
 namespace infergate {
 
@@ -14,7 +15,9 @@ class Worker;
 
 class Listener {
 public:
-    Listener(Worker& worker, const tcp::endpoint& endpoint, beast::error_code& ec);
+    // `kind`: which routes its connections are served (router.hpp).
+    Listener(Worker& worker, const tcp::endpoint& endpoint, ListenerKind kind,
+             beast::error_code& ec);
     tcp::endpoint local_endpoint() const;
     void start();
     void close();
@@ -30,6 +33,7 @@ private:
 
     Worker& worker_;
     Acceptor acceptor_;
+    ListenerKind kind_;
     Report accept_failed_;
     Report shed_;
     Report refused_;

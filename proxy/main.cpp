@@ -16,7 +16,8 @@ namespace {
 constexpr const char* kUsage = R"(infergate - a translating reverse proxy for LLM inference servers
 
 Usage:
-  infergate --config FILE [--listen HOST:PORT] [--threads N] [--log-level L]
+  infergate --config FILE [--listen HOST:PORT] [--admin-listen HOST:PORT] [--threads N]
+            [--log-level L]
   infergate [--upstream URL] [--listen HOST:PORT] [--upstream-dialect D] [--model NAME]
             [--alias NAME=MODEL]... [--threads N] [--log-level L]
 
@@ -32,6 +33,10 @@ Options:
                          0.0.0.0:30000 or [::]:30000 for every interface, localhost:30000
                          for 127.0.0.1 and ::1; port 0 = any free port, printed as
                          "listening on HOST:PORT")
+  --admin-listen HOST:PORT
+                         serve /metrics and /get_server_info there only, not on --listen (no
+                         auth: keep it on 127.0.0.1 or a private network); health routes are
+                         on both; printed as "admin listening on HOST:PORT"
   --upstream-dialect D   auto (default: probe the backend's info routes), openai (also:
                          vllm), sglang, tgi, ollama, llamacpp, vllm_legacy or anthropic
   --model NAME           the backend's served model name (default: discovered)
@@ -58,6 +63,7 @@ int main(int argc, char** argv) {
     std::string config_path;
     std::string upstream;
     std::string listen;
+    std::string admin_listen;
     std::string dialect;
     std::string model;
     std::string api_key_env;
@@ -112,6 +118,8 @@ int main(int argc, char** argv) {
             upstream = v;
         } else if (arg == "--listen") {
             listen = v;
+        } else if (arg == "--admin-listen") {
+            admin_listen = v;
         } else if (arg == "--upstream-dialect") {
             dialect = v;
         } else if (arg == "--model") {
@@ -176,12 +184,19 @@ int main(int argc, char** argv) {
         }
         loaded = config::load_yaml_text(yaml);
     }
-    if (loaded.config && (!listen.empty() || threads > 0 || !log_level.empty() || !access_log.empty())) {
+    if (loaded.config && (!listen.empty() || !admin_listen.empty() || threads > 0 ||
+                          !log_level.empty() || !access_log.empty())) {
         auto c = std::make_shared<config::Config>(*loaded.config);
         if (!listen.empty()) {
             std::string err;
             if (!config::parse_listen(listen, c->listen_host, c->listen_port, err)) {
                 loaded.errors.push_back("--listen: " + err);
+            }
+        }
+        if (!admin_listen.empty()) {
+            std::string err;
+            if (!config::parse_listen(admin_listen, c->admin_host, c->admin_port, err)) {
+                loaded.errors.push_back("--admin-listen: " + err);
             }
         }
         if (threads > 0) {

@@ -6,15 +6,32 @@ namespace infergate {
 
 namespace {
 
+using canonical::Dialect;
+using K = Route::Kind;
+
+// Where a route is served when an admin listener is configured (without one, everywhere).
+enum class On : uint8_t {
+    api,     // the public listener only
+    ops,     // the admin listener only: what shows the deployment or changes it
+    health,  // both: load balancers and orchestrators probe the public port
+};
+
 struct Entry {
     std::string_view path;
     std::string_view methods;  // the Allow header value
     Route::Kind kind;
-    canonical::Dialect dialect = canonical::Dialect::openai_completions;
+    Dialect dialect = Dialect::openai_completions;
+    On on = On::api;
 };
 
-using canonical::Dialect;
-using K = Route::Kind;
+bool serves(ListenerKind listener, On on) {
+    switch (listener) {
+        case ListenerKind::combined: return true;
+        case ListenerKind::public_api: return on != On::ops;
+        case ListenerKind::admin: return on != On::api;
+    }
+    return false;
+}
 
 // Several servers share a path (SGLang, TGI and vLLM's demo server all have POST /generate);
 // those routes are told apart by the body (see classify_generate_body). Every GET route takes
@@ -37,11 +54,12 @@ constexpr std::array kRoutes = {
     Entry{"/info", "GET, HEAD", K::tgi_info},
     Entry{"/props", "GET, HEAD", K::llamacpp_props},
     Entry{"/v1/models", "GET, HEAD", Route::Kind::models},
-    Entry{"/health", "GET, HEAD", Route::Kind::health},
-    Entry{"/health_generate", "GET, HEAD", Route::Kind::health_generate},
+    Entry{"/health", "GET, HEAD", Route::Kind::health, {}, On::health},
+    Entry{"/health_generate", "GET, HEAD", Route::Kind::health_generate, {}, On::health},
     Entry{"/get_model_info", "GET, HEAD", Route::Kind::model_info},
-    Entry{"/get_server_info", "GET, HEAD", Route::Kind::server_info},
-    Entry{"/metrics", "GET, HEAD", Route::Kind::metrics},
+    // An ops route is one line with On::ops: served on the admin listener when there is one.
+    Entry{"/get_server_info", "GET, HEAD", Route::Kind::server_info, {}, On::ops},  // backend URL
+    Entry{"/metrics", "GET, HEAD", Route::Kind::metrics, {}, On::ops},
 };
 
 bool method_listed(std::string_view methods, std::string_view method) {
@@ -65,14 +83,14 @@ bool method_listed(std::string_view methods, std::string_view method) {
 
 }  // namespace
 
-Route match_route(std::string_view method, std::string_view target) {
+Route match_route(std::string_view method, std::string_view target, ListenerKind listener) {
     std::string_view path = target.substr(0, target.find('?'));
     if (path.size() > 1 && path.back() == '/') {
         path.remove_suffix(1);  // "/generate/" is "/generate"
     }
     Route route;
     for (const Entry& e : kRoutes) {
-        if (path != e.path) {
+        if (path != e.path || !serves(listener, e.on)) {
             continue;
         }
         if (!method_listed(e.methods, method)) {
@@ -86,7 +104,8 @@ Route match_route(std::string_view method, std::string_view target) {
         return route;
     }
     constexpr std::string_view kModelPrefix = "/v1/models/";
-    if (path.starts_with(kModelPrefix) && path.size() > kModelPrefix.size()) {
+    if (path.starts_with(kModelPrefix) && path.size() > kModelPrefix.size() &&
+        serves(listener, On::api)) {
         if (method != "GET" && method != "HEAD") {
             route.kind = Route::Kind::method_not_allowed;
             route.allow = "GET, HEAD";
@@ -127,13 +146,18 @@ std::string percent_decode(std::string_view text) {
     return out;
 }
 
-std::string route_list() {
+std::string route_list(ListenerKind listener) {
     std::string out;
     for (const Entry& e : kRoutes) {
+        if (!serves(listener, e.on)) {
+            continue;
+        }
         out += out.empty() ? "" : ", ";
         out += std::string(e.methods.substr(0, e.methods.find(','))) + " " + std::string(e.path);
     }
-    out += ", GET /v1/models/{model}";
+    if (serves(listener, On::api)) {
+        out += ", GET /v1/models/{model}";
+    }
     return out;
 }
 

@@ -1,6 +1,9 @@
 #pragma once
-// Maps a request's method and path to what infergate does with it. Stateless; built once.
+// Maps a request's method and path to what infergate does with it. Stateless; built once. The
+// routes a listener serves depend on its kind: with an admin listener, the ops routes (metrics,
+// server info) are served there only, and the public listener does not list them.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -36,13 +39,22 @@ struct Route {
     std::string_view path;      // the matched route ("/generate_stream"; TGI's answer depends on it)
 };
 
-// `method` as in the request line; `target` may carry a query string, which is ignored.
-Route match_route(std::string_view method, std::string_view target);
+// Which routes a listener serves.
+enum class ListenerKind : uint8_t {
+    combined,    // no admin listener configured: every route (the default)
+    public_api,  // admin_listen set: the API and health routes, no ops route
+    admin,       // the admin listener: ops and health routes only
+};
+
+// `method` as in the request line; `target` may carry a query string, which is ignored. A route
+// the listener does not serve is not_found, as if it did not exist.
+Route match_route(std::string_view method, std::string_view target,
+                  ListenerKind listener = ListenerKind::combined);
 
 // Decodes %XX escapes (SDKs encode the '/' of org/name model ids); invalid escapes stay as is.
 std::string percent_decode(std::string_view text);
 
-// "GET /health, POST /generate, ...": for the 404 message.
-std::string route_list();
+// "GET /health, POST /generate, ...": for the 404 message; the routes `listener` serves only.
+std::string route_list(ListenerKind listener = ListenerKind::combined);
 
 }  // namespace infergate

@@ -15,6 +15,7 @@
 #include "proxy/client_auth.hpp"
 #include "proxy/listener.hpp"
 #include "proxy/log.hpp"
+#include "proxy/router.hpp"
 #include "proxy/worker.hpp"
 
 namespace infergate {
@@ -58,17 +59,17 @@ std::string net_text(const tcp::endpoint& e) {
 
 }  // namespace
 
-std::vector<net::ip::address> Server::listen_addresses(beast::error_code& ec) {
+std::vector<net::ip::address> Server::listen_addresses(const std::string& host,
+                                                       beast::error_code& ec) {
     ec = {};
-    const auto literal = net::ip::make_address(config_->listen_host, ec);
+    const auto literal = net::ip::make_address(host, ec);
     if (!ec) {
         return {literal};
     }
     // A name (localhost): every address it resolves to, IPv4 first (what the first
     // "listening on" line shows, and what most clients try), each once.
     Resolver resolver(control_.get_executor());
-    const auto results =
-        resolver.resolve(config_->listen_host, "", net::ip::resolver_base::passive, ec);
+    const auto results = resolver.resolve(host, "", net::ip::resolver_base::passive, ec);
     std::vector<net::ip::address> out;
     if (ec) {
         return out;
@@ -83,11 +84,13 @@ std::vector<net::ip::address> Server::listen_addresses(beast::error_code& ec) {
     return out;
 }
 
-void Server::log_exposure(const std::vector<tcp::endpoint>& bound) const {
-    bool loopback_only = true;
-    for (const auto& e : bound) {
-        loopback_only = loopback_only && e.address().is_loopback();
-    }
+void Server::log_exposure(const std::vector<tcp::endpoint>& bound,
+                          const std::vector<tcp::endpoint>& admin) const {
+    const auto loopback = [](const std::vector<tcp::endpoint>& endpoints) {
+        return std::all_of(endpoints.begin(), endpoints.end(),
+                           [](const auto& e) { return e.address().is_loopback(); });
+    };
+    const bool loopback_only = loopback(bound);
     const config::Backend& b = config_->backend();
     std::string line = "exposed: ";
     line += loopback_only ? "this host only (loopback)" : "the network (a non-loopback address)";
@@ -100,13 +103,28 @@ void Server::log_exposure(const std::vector<tcp::endpoint>& bound) const {
     if (b.api_key.empty() && !b.url.basic_auth.empty()) {
         line += "; backend credentials: Basic, from the backend URL";
     }
-    line += "; /metrics and /get_server_info: on this listener";
+    if (admin.empty()) {
+        line += "; /metrics and /get_server_info: on this listener (set admin_listen to move "
+                "them off it)";
+    } else {
+        line += "; /metrics and /get_server_info: on the admin listener only (" +
+                net_text(admin.front()) + ", no auth)";
+    }
+    std::string warning;
     if (!loopback_only && !keys && (!b.api_key.empty() || !b.url.basic_auth.empty())) {
         // Whoever can reach the port spends the operator's key: say so where it is seen.
-        log::warn(line +
-                  " -- anyone who can reach it uses the backend's credentials; listen "
-                  "on 127.0.0.1, configure client keys (auth:), or keep the port behind a "
-                  "firewall");
+        warning += " -- anyone who can reach it uses the backend's credentials; listen "
+                   "on 127.0.0.1, configure client keys (auth:), or keep the port behind a "
+                   "firewall";
+    }
+    if (!admin.empty() && !loopback(admin)) {
+        // The admin routes show the backend's address and the traffic: no auth protects them.
+        warning += " -- the admin listener is on a non-loopback address and has no "
+                   "authentication: anyone who reaches it reads /metrics and /get_server_info; "
+                   "put admin_listen on 127.0.0.1, or keep its port behind a firewall";
+    }
+    if (!warning.empty()) {
+        log::warn(line + warning);
     } else {
         log::info(line);
     }
@@ -264,27 +282,23 @@ void Server::shutdown() {
     }
 }
 
-int Server::run() {
-    if (!startup_error_.empty()) {
-        log::error(startup_error_);
-        return 2;
-    }
+std::vector<tcp::endpoint> Server::bind_listeners(const std::string& host, uint16_t port,
+                                                  ListenerKind kind, std::string_view option) {
+    const std::string opt(option);
     beast::error_code ec;
-    const std::vector<net::ip::address> addresses = listen_addresses(ec);
+    const std::vector<net::ip::address> addresses = listen_addresses(host, ec);
     if (addresses.empty()) {
-        log::error("listen: cannot resolve '" + config_->listen_host + "'" +
+        log::error(opt + ": cannot resolve '" + host + "'" +
                    (ec ? ": " + ec.message() : std::string()) +
                    "; give an IP address (127.0.0.1, 0.0.0.0, [::]) or a resolvable name");
-        return 2;
+        return {};
     }
-    listeners_.resize(workers_.size());
-    uint16_t port = config_->listen_port;
     std::vector<tcp::endpoint> bound;
     for (const auto& address : addresses) {
         tcp::endpoint endpoint(address, port);
         std::vector<std::unique_ptr<Listener>> made;
         for (size_t i = 0; i < workers_.size() && !ec; ++i) {
-            auto listener = std::make_unique<Listener>(*workers_[i], endpoint, ec);
+            auto listener = std::make_unique<Listener>(*workers_[i], endpoint, kind, ec);
             if (!ec) {
                 // Port 0: every further acceptor (other workers, other addresses) joins the
                 // port the first one got.
@@ -293,13 +307,14 @@ int Server::run() {
             }
         }
         if (ec) {
-            const std::string what = "cannot listen on " + net_text(endpoint) + ": " + ec.message();
+            const std::string what = (option == "listen" ? std::string() : opt + ": ") +
+                                     "cannot listen on " + net_text(endpoint) + ": " + ec.message();
             if (addresses.size() == 1) {
                 log::error(what);
-                return 2;
+                return {};
             }
             // A name may resolve to a family the host cannot bind (::1 without IPv6).
-            log::warn(what + " (skipped: '" + config_->listen_host + "' has other addresses)");
+            log::warn(what + " (skipped: '" + host + "' has other addresses)");
             ec = {};
             continue;
         }
@@ -310,8 +325,35 @@ int Server::run() {
         bound.push_back(endpoint);
     }
     if (bound.empty()) {
-        log::error("listen: nothing could be bound for '" + config_->listen_host + "'");
+        log::error(opt + ": nothing could be bound for '" + host + "'");
+    }
+    return bound;
+}
+
+int Server::run() {
+    if (!startup_error_.empty()) {
+        log::error(startup_error_);
         return 2;
+    }
+    listeners_.resize(workers_.size());
+    const std::vector<tcp::endpoint> bound = bind_listeners(
+        config_->listen_host, config_->listen_port,
+        config_->admin_host.empty() ? ListenerKind::combined : ListenerKind::public_api, "listen");
+    if (bound.empty()) {
+        return 2;
+    }
+    std::vector<tcp::endpoint> admin;
+    if (!config_->admin_host.empty()) {
+        admin = bind_listeners(config_->admin_host, config_->admin_port, ListenerKind::admin,
+                               "admin_listen");
+        if (admin.empty()) {
+            return 2;
+        }
+    }
+    // The admin lines first: a reader that waits for the first "listening on" line (the test
+    // harness) has seen them by then.
+    for (const auto& endpoint : admin) {
+        std::printf("admin listening on %s\n", net_text(endpoint).c_str());
     }
     std::string where;
     for (const auto& endpoint : bound) {
@@ -319,13 +361,18 @@ int Server::run() {
         where += (where.empty() ? "" : ", ") + net_text(endpoint);
     }
     std::fflush(stdout);
+    std::string admin_where;
+    for (const auto& endpoint : admin) {
+        admin_where += ", " + net_text(endpoint);
+    }
     log::info("infergate listening on " + where + " with " + std::to_string(workers_.size()) +
-              " thread(s), backend " + config_->backend().url.text());
+              " thread(s), backend " + config_->backend().url.text() +
+              (admin.empty() ? "" : "; admin routes on " + admin_where.substr(2)));
     log::info(fd_note_ + "; at most " + std::to_string(connections_->cap) + " client connections" +
               (config_->max_connections > 0 ? " (limits.max_connections)"
                                             : " (limits.max_connections unset: half the "
                                               "descriptors, the rest for upstream connections)"));
-    log_exposure(bound);
+    log_exposure(bound, admin);
 
     // A configured backend is known before the first connection: no request may see a 503
     // "not ready" because the probe's first post reached its worker after the request did. The

@@ -3,9 +3,11 @@
 // backend probe, signals and graceful shutdown. run() blocks until shutdown completes.
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.hpp"
@@ -15,6 +17,7 @@ namespace infergate {
 
 class Worker;
 class Listener;
+enum class ListenerKind : uint8_t;  // router.hpp
 
 class Server {
 public:
@@ -35,10 +38,16 @@ private:
     void backend_down();
     void publish(const struct BackendInfo& info);
     void shutdown();
-    // The addresses to listen on: the configured IP, or every address its name resolves to.
-    std::vector<net::ip::address> listen_addresses(beast::error_code& ec);
+    // The addresses to listen on: `host` if an IP, or every address the name resolves to.
+    std::vector<net::ip::address> listen_addresses(const std::string& host, beast::error_code& ec);
+    // Binds `host`:`port` on every worker (one acceptor each, SO_REUSEPORT) for each address
+    // `host` names, serving `kind`'s routes. Returns the endpoints bound, or none after logging
+    // why (`option` names the setting in the message).
+    std::vector<tcp::endpoint> bind_listeners(const std::string& host, uint16_t port,
+                                              ListenerKind kind, std::string_view option);
     // One line at start-up: what is reachable, from where, with which credentials.
-    void log_exposure(const std::vector<tcp::endpoint>& bound) const;
+    void log_exposure(const std::vector<tcp::endpoint>& bound,
+                      const std::vector<tcp::endpoint>& admin) const;
 
     std::shared_ptr<const config::Config> config_;
     std::unique_ptr<class Metrics> metrics_;

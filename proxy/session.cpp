@@ -76,11 +76,12 @@ std::string rejection_body(int status, std::string_view message, canonical::Dial
     return body;
 }
 
-Session::Session(Worker& worker, Socket socket, bool refuse)
+Session::Session(Worker& worker, Socket socket, ListenerKind kind, bool refuse)
     : worker_(worker),
       stream_(std::move(socket)),
       deadline_(worker.deadlines(), &stream_.socket()),
-      watch_(stream_.socket(), buffer_, worker.config().max_header_bytes) {
+      watch_(stream_.socket(), buffer_, worker.config().max_header_bytes),
+      kind_(kind) {
     beast::error_code ec;
     stream_.socket().set_option(tcp::no_delay(true), ec);
     const auto ep = stream_.socket().remote_endpoint(ec);
@@ -253,7 +254,7 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
             // A head cut short still names its route once its request line is parsed (Beast
             // parses the line before the fields have all arrived).
             if (parser.is_header_done() || !parser.get().method_string().empty()) {
-                route = match_route(parser.get().method_string(), parser.get().target());
+                route = match_route(parser.get().method_string(), parser.get().target(), kind_);
             }
             if (route.kind == Route::Kind::generate) {
                 dialect = route.dialect;
@@ -298,7 +299,7 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
             }
             break;  // EOF, reset or idle timeout: just close
         }
-        Exchange exchange(worker_, stream_, deadline_, watch_, parser.release(), peer_);
+        Exchange exchange(worker_, stream_, deadline_, watch_, parser.release(), peer_, kind_);
         const bool keep_alive = co_await exchange.run();
         if (!keep_alive) {
             break;

@@ -10,6 +10,7 @@
 #include "proxy/deadlines.hpp"
 #include "proxy/disconnect_watch.hpp"
 #include "proxy/net.hpp"
+#include "proxy/router.hpp"
 #include "translators/canonical/types.hpp"
 
 namespace infergate {
@@ -29,9 +30,11 @@ std::string valid_utf8(std::string_view text);
 
 class Session {
 public:
-    // `refuse`: the connection limit is reached and no idle connection could be shed: the
-    // session answers 503 and closes.
-    Session(Worker& worker, Socket socket, bool refuse = false);
+    // `kind`: the listener's, which decides the routes served (router.hpp). `refuse`: the
+    // connection limit is reached and no idle connection could be shed: the session answers 503
+    // and closes.
+    Session(Worker& worker, Socket socket, ListenerKind kind = ListenerKind::combined,
+            bool refuse = false);
     ~Session();
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
@@ -61,6 +64,7 @@ private:
     std::string peer_;
     bool idle_ = true;
     bool refuse_ = false;
+    ListenerKind kind_;
 };
 
 }  // namespace infergate

@@ -310,3 +310,41 @@ TEST_CASE("credentials in a backend URL become Basic auth and are never shown") 
     REQUIRE_FALSE(r.errors.empty());
     CHECK(r.errors[0].find("secret") == std::string::npos);
 }
+
+TEST_CASE("admin_listen: unset by default, parsed like listen, errors with their path") {
+    auto unset = load_yaml_text("backends: [{url: 'http://127.0.0.1:8000'}]");
+    REQUIRE(unset.errors.empty());
+    CHECK(unset.config->admin_host.empty());  // everything on the public listener, as before
+
+    auto set = load_yaml_text(R"(
+listen: 0.0.0.0:30000
+admin_listen: 127.0.0.1:30001
+backends: [{url: 'http://127.0.0.1:8000'}]
+)");
+    REQUIRE(set.errors.empty());
+    CHECK(set.config->admin_host == "127.0.0.1");
+    CHECK(set.config->admin_port == 30001);
+
+    auto v6 = load_yaml_text("admin_listen: '[::1]:0'\nbackends: [{url: 'http://h:8000'}]");
+    REQUIRE(v6.errors.empty());
+    CHECK(v6.config->admin_host == "::1");
+    CHECK(v6.config->admin_port == 0);  // any free port, printed as "admin listening on"
+
+    auto named = load_yaml_text("admin_listen: localhost:9901\nbackends: [{url: 'http://h:8000'}]");
+    REQUIRE(named.errors.empty());
+    CHECK(named.config->admin_host == "localhost");
+
+    auto bad = load_yaml_text("admin_listen: 127.0.0.1\nbackends: [{url: 'http://h:8000'}]");
+    CHECK_FALSE(bad.config);
+    CHECK(has_error(bad, "admin_listen: must be HOST:PORT, got '127.0.0.1'"));
+    auto bad_port = load_yaml_text("admin_listen: ':x'\nbackends: [{url: 'http://h:8000'}]");
+    CHECK(has_error(bad_port, "admin_listen: bad port 'x'"));
+
+    auto same = load_yaml_text(R"(
+listen: 0.0.0.0:30000
+admin_listen: 127.0.0.1:30000
+backends: [{url: 'http://127.0.0.1:8000'}]
+)");
+    CHECK_FALSE(same.config);
+    CHECK(has_error(same, "admin_listen: port 30000 is the public listener's (listen)"));
+}

@@ -95,6 +95,8 @@ def _die_with_parent() -> None:
         pass
 
 _LISTEN_RE = re.compile(r"listening on (\S+):(\d+)")
+# The proxy with admin_listen prints this before its first "listening on" line.
+_ADMIN_LISTEN_RE = re.compile(r"^admin listening on (\S+):(\d+)")
 
 
 def read_text(path: str) -> str:
@@ -135,6 +137,10 @@ class Process:
             prefix=f"infergate-itest-{name}-", suffix=".log", delete=False)
         self.stderr_path = self._stderr_file.name
         self.stdout_lines: list[str] = []
+        # The admin listener's address, when the process printed one (the proxy with
+        # admin_listen / --admin-listen); None otherwise.
+        self.admin_host: str | None = None
+        self.admin_port: int | None = None
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=self._stderr_file, start_new_session=True,
                                      preexec_fn=_die_with_parent if preexec is None
@@ -165,6 +171,11 @@ class Process:
                     line, buf = buf.split(b"\n", 1)
                     text = line.decode("utf-8", "replace")
                     self.stdout_lines.append(text)
+                    admin = _ADMIN_LISTEN_RE.search(text)
+                    if admin:
+                        if self.admin_port is None:  # the first of several addresses
+                            self.admin_host, self.admin_port = admin.group(1), int(admin.group(2))
+                        continue
                     m = _LISTEN_RE.search(text)
                     if m:
                         return m.group(1), int(m.group(2))

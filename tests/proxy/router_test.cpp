@@ -85,3 +85,47 @@ TEST_CASE("every GET route takes HEAD, and a 405 there lists it") {
     CHECK(gen.kind == Route::Kind::method_not_allowed);
     CHECK(gen.allow == "POST");
 }
+
+TEST_CASE("with an admin listener, the ops routes are served there only") {
+    using infergate::ListenerKind;
+    using infergate::route_list;
+    const auto pub = ListenerKind::public_api;
+    const auto admin = ListenerKind::admin;
+    // Without one (the default), the public listener serves everything, as before.
+    CHECK(match_route("GET", "/metrics").kind == Route::Kind::metrics);
+    CHECK(route_list().find("GET /metrics") != std::string::npos);
+    CHECK(route_list() == route_list(ListenerKind::combined));
+
+    // The public listener: no ops route, and its 404 list does not advertise them; a wrong
+    // method on an ops path is a 404 too (a 405 would say the route exists).
+    for (const char* path : {"/metrics", "/get_server_info"}) {
+        CAPTURE(std::string(path));
+        CHECK(match_route("GET", path, pub).kind == Route::Kind::not_found);
+        CHECK(match_route("DELETE", path, pub).kind == Route::Kind::not_found);
+        CHECK(match_route("GET", path, admin).kind != Route::Kind::not_found);
+        CHECK(route_list(pub).find(std::string(" ") + path + ",") == std::string::npos);
+        CHECK(route_list(admin).find(std::string("GET ") + path) != std::string::npos);
+    }
+    CHECK(route_list(pub).find("metrics") == std::string::npos);
+    CHECK(route_list(pub).find("get_server_info") == std::string::npos);
+    CHECK(match_route("POST", "/v1/chat/completions", pub).dialect == Dialect::openai_chat);
+    CHECK(match_route("GET", "/v1/models/m", pub).kind == Route::Kind::model);
+    CHECK(route_list(pub).find("GET /v1/models/{model}") != std::string::npos);
+
+    // Health on both.
+    for (const auto kind : {pub, admin}) {
+        CHECK(match_route("GET", "/health", kind).kind == Route::Kind::health);
+        CHECK(match_route("HEAD", "/health_generate", kind).kind == Route::Kind::health_generate);
+        CHECK(route_list(kind).find("GET /health,") != std::string::npos);
+    }
+
+    // The admin listener: no generation, no API info route, and its list names only its own.
+    for (const char* path : {"/v1/chat/completions", "/generate", "/", "/api/chat"}) {
+        CAPTURE(std::string(path));
+        CHECK(match_route("POST", path, admin).kind == Route::Kind::not_found);
+    }
+    CHECK(match_route("GET", "/v1/models", admin).kind == Route::Kind::not_found);
+    CHECK(match_route("GET", "/v1/models/m", admin).kind == Route::Kind::not_found);
+    CHECK(route_list(admin) ==
+          "GET /health, GET /health_generate, GET /get_server_info, GET /metrics");
+}
