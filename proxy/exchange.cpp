@@ -145,8 +145,15 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
         canonical::Error e;
         e.status = 503;
         e.type = "service_unavailable";
-        e.message = "the backend at " + worker_.pool().backend().url.text() +
-                    " is not ready yet (" + info.detail + "); retry shortly";
+        // The probe's detail names URLs: the client gets it without the backend's address.
+        const std::string url = worker_.pool().backend().url.text();
+        std::string detail = info.detail;
+        for (size_t at = detail.find(url); at != std::string::npos; at = detail.find(url, at)) {
+            detail.erase(at, url.size());
+        }
+        meter_.failure().backend = url;
+        e.message = backend_name(worker_.pool().backend()) + " is not ready yet (" + detail +
+                    "); retry shortly";
         co_return co_await client_.send_error(front, e);
     }
     const translators::Plan plan = translators::plan_generation(

@@ -82,8 +82,8 @@ Task<bool> Exchange::health(bool generate) {
     canonical::Error e;
     e.status = 503;
     e.type = "service_unavailable";
-    e.message = ok ? "the backend at " + worker_.pool().backend().url.text() + " is not healthy"
-                   : failure.message;
+    meter_.failure().backend = worker_.pool().backend().url.text();
+    e.message = ok ? backend_name(worker_.pool().backend()) + " is not healthy" : failure.message;
     co_return co_await client_.send_openai_error(e);
 }
 

@@ -113,6 +113,10 @@ std::string failure_line(std::string_view request_id, int status, std::string_vi
         line += " stage=";
         append_quoted(line, failure.stage);
     }
+    if (!failure.backend.empty()) {
+        line += " backend=";
+        append_quoted(line, failure.backend);
+    }
     if (!failure.message.empty()) {
         line += " message=";
         std::string_view message = failure.message;

@@ -29,6 +29,9 @@ RouteLabel route_label(canonical::Dialect front);
 struct Failure {
     std::string message;  // the error's message as the client got it; empty when none was sent
     std::string stage;    // the upstream step that failed ("connecting", ...); empty if none
+    // The backend's URL (without credentials): for the operator's line only; error bodies name
+    // the backend without its address.
+    std::string backend;
 };
 
 // Whether a request that ended with `status` (0: no status line went out) and `outcome` (as in
@@ -36,7 +39,8 @@ struct Failure {
 bool request_failed(int status, std::string_view outcome);
 
 // The line (without the level or the time), one line whatever the message holds:
-// request failed: id=abc status=502 outcome=upstream_error stage="connecting" message="..."
+// request failed: id=abc status=502 outcome=upstream_error stage="connecting"
+// backend="http://..." message="..."
 std::string failure_line(std::string_view request_id, int status, std::string_view outcome,
                          const Failure& failure);
 

@@ -117,7 +117,7 @@ Task<void> Session::reject(http::status status, std::string message, unsigned ve
     res.body() = rejection_body(static_cast<int>(status), message, dialect);
     // No exchange began, so no request id was given: the line says why, with no id.
     if (logged) {
-        log_failure({}, static_cast<int>(status), "rejected", Failure{valid_utf8(message), {}});
+        log_failure({}, static_cast<int>(status), "rejected", Failure{valid_utf8(message), {}, {}});
     }
     res.prepare_payload();
     deadline_.arm(std::chrono::seconds(5));

@@ -48,6 +48,10 @@ private:
 
 }  // namespace
 
+std::string backend_name(const config::Backend& b) {
+    return b.name == "default" ? std::string("the backend") : "the backend '" + b.name + "'";
+}
+
 struct UpstreamCall::State {
     std::unique_ptr<UpstreamConnection> conn;
     std::optional<UpstreamResponseParser> parser;
@@ -106,10 +110,11 @@ bool UpstreamCall::client_left() {
 canonical::Error UpstreamCall::failure(beast::error_code ec, std::string_view stage) {
     const config::Backend& b = worker_.pool().backend();
     meter_.failure().stage = stage;
+    meter_.failure().backend = b.url.text();  // the operator's line; never the client's body
     canonical::Error e;
     e.status = 502;
     e.type = "upstream_error";
-    const std::string where = "the backend at " + b.url.text();
+    const std::string where = backend_name(b);
     if (ec == beast::error::timeout) {
         meter_.note_upstream_error(UpstreamErrorKind::timeout);
         e.status = 504;
@@ -131,7 +136,7 @@ canonical::Error UpstreamCall::failure(beast::error_code ec, std::string_view st
     if (ec == net::error::connection_refused) {
         e.message = where + " refused the connection; is the inference server running?";
     } else if (ec == net::error::host_not_found || ec == net::error::host_not_found_try_again) {
-        e.message = "cannot resolve the backend host '" + b.url.host + "'";
+        e.message = "cannot resolve the host name of " + where;
     } else if (ec == http::error::partial_message) {
         e.message = where + " closed the connection before its response was complete";
     } else if (stale_connection(ec)) {
@@ -147,7 +152,7 @@ canonical::Error UpstreamCall::failure(beast::error_code ec, std::string_view st
                     "and translates the body and cannot relay compressed bytes: turn off "
                     "response compression on the backend (or the proxy in front of it)";
     } else if (ec.category() == net::error::get_ssl_category()) {
-        e.message = "TLS with " + b.url.text() + " failed while " + std::string(stage) + ": " +
+        e.message = "TLS with " + where + " failed while " + std::string(stage) + ": " +
                     ec.message();
     } else {
         e.message = where + " failed while " + std::string(stage) + ": " + ec.message();

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "config/config.hpp"
 #include "proxy/net.hpp"
 #include "translators/canonical/types.hpp"
 #include "translators/codec.hpp"
@@ -24,6 +25,10 @@ class DisconnectWatch;
 class RequestMeter;
 class UpstreamConnection;
 class Worker;
+
+// How error bodies name a backend: "the backend", or "the backend 'gpu'" for a named one; never
+// its address (the operator's warn line has it).
+std::string backend_name(const config::Backend& backend);
 
 class UpstreamCall {
 public:

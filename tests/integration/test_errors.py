@@ -216,6 +216,9 @@ class TestBackendRefused(StreamChecks, unittest.TestCase):
                 self.assertIn("outcome=upstream_error", line)
                 self.assertIn('stage="connecting"', line)
                 self.assertIn("refused the connection", line)
+                # The operator's line names the backend's address; the client's body does not.
+                self.assertIn(f'backend="{self.backend_url}"', line)
+                self.assertNotIn(self.backend_url.split("//")[1], r.body.decode())
 
 
 class TestBackendNotIdentified(StreamChecks, unittest.TestCase):
@@ -230,9 +233,13 @@ class TestBackendNotIdentified(StreamChecks, unittest.TestCase):
     def test_requests_get_503_with_the_reason(self):
         for path in ROUTES:
             r = post_json(self.port, path, make_body(path, "too early", 3, "any"))
-            err = self.assert_error_for(path, r, 503, re.escape(self.backend_url))
+            err = self.assert_error_for(path, r, 503, "not ready yet")
             # The probe knows why ("Connection refused"); "not ready yet ()" does not help.
             self.assert_mentions(err["message"], r"refused|no answer|unreachable")
+            # The backend's address is the operator's business (issue 12): in the log, never
+            # in an error body.
+            self.assertNotIn(self.backend_url.split("//")[1], r.body.decode())
+        self.assertIn(f'backend="{self.backend_url}"', self.proxy.stderr_text())
         r = request(self.port, "GET", "/health")
         self.assertEqual(r.status, 503)
 

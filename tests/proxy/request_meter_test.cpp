@@ -22,20 +22,19 @@ TEST_CASE("which requests failed") {
 
 TEST_CASE("the failure line names the request, the outcome, the stage and the message") {
     const Failure f{
-        "the backend at http://127.0.0.1:9 refused the connection; is the inference "
-        "server running?",
-        "connecting"};
+        "the backend refused the connection; is the inference server running?", "connecting",
+        "http://127.0.0.1:9"};
     CHECK(failure_line("abc123", 502, "upstream_error", f) ==
           "request failed: id=\"abc123\" status=502 outcome=upstream_error stage=\"connecting\" "
-          "message=\"the backend at http://127.0.0.1:9 refused the connection; is the inference "
-          "server running?\"");
+          "backend=\"http://127.0.0.1:9\" message=\"the backend refused the connection; is the "
+          "inference server running?\"");
     CHECK(failure_line("r1", 499, "client_disconnect", Failure{}) ==
           "request failed: id=\"r1\" status=499 outcome=client_disconnect");
 }
 
 TEST_CASE("the failure line stays one bounded line whatever the message and id hold") {
     // A client's id and a message quoting the client's bytes may hold anything.
-    const Failure f{"bad \"value\"\nsecond line\t\x01 end", ""};
+    const Failure f{"bad \"value\"\nsecond line\t\x01 end", "", ""};
     const std::string line = failure_line("id\nwith \"quotes\"", 400, "rejected", f);
     CHECK(line.find('\n') == std::string::npos);
     CHECK(line.find('\x01') == std::string::npos);
@@ -43,7 +42,7 @@ TEST_CASE("the failure line stays one bounded line whatever the message and id h
           "request failed: id=\"id\\nwith \\\"quotes\\\"\" status=400 outcome=rejected "
           "message=\"bad \\\"value\\\"\\nsecond line\\t\\u0001 end\"");
     const std::string huge = failure_line("x", 502, "upstream_error",
-                                          Failure{std::string(5000, 'm'), "reading the stream"});
+                                          Failure{std::string(5000, 'm'), "reading the stream", ""});
     CHECK(huge.size() < 1200);
     CHECK(huge.find("m...\"") != std::string::npos);
 }
