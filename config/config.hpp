@@ -142,6 +142,10 @@ struct LoadResult {
 // from them) is read back as exactly that string.
 std::string yaml_quote(std::string_view text);
 
+// %XX escapes decoded (RFC 3986 §2.1); an invalid or cut escape stays as it is. For URLs'
+// userinfo here and request paths in the router.
+std::string percent_decode(std::string_view text);
+
 LoadResult load_yaml_file(const std::string& path);
 LoadResult load_yaml_text(std::string_view text);
 

@@ -105,10 +105,8 @@ std::string base64(std::string_view bytes) {
     return out;
 }
 
-namespace {
-
 // %XX escapes decoded (RFC 3986 §2.1); an invalid escape stays as it is.
-std::string percent_decoded(std::string_view s) {
+std::string percent_decode(std::string_view s) {
     const auto hex = [](char c) -> int {
         if (c >= '0' && c <= '9') {
             return c - '0';
@@ -133,7 +131,6 @@ std::string percent_decoded(std::string_view s) {
     return out;
 }
 
-}  // namespace
 
 std::optional<Url> parse_url(std::string_view raw, std::string& error, std::string* note) {
     Url url;
@@ -168,10 +165,10 @@ std::optional<Url> parse_url(std::string_view raw, std::string& error, std::stri
     if (!userinfo.empty()) {
         rest.remove_prefix(4);  // "***@"
         const size_t colon = userinfo.find(':');
-        const std::string user = percent_decoded(userinfo.substr(0, colon));
+        const std::string user = percent_decode(userinfo.substr(0, colon));
         const std::string pass = colon == std::string_view::npos
                                      ? std::string()
-                                     : percent_decoded(userinfo.substr(colon + 1));
+                                     : percent_decode(userinfo.substr(colon + 1));
         // RFC 7617 §2: the user-id cannot contain a colon.
         if (user.find(':') != std::string::npos) {
             error = "the user name in '" + std::string(text) +

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "config/config.hpp"
+
 #include "translators/canonical/types.hpp"
 
 namespace infergate {
@@ -52,7 +54,7 @@ Route match_route(std::string_view method, std::string_view target,
                   ListenerKind listener = ListenerKind::combined);
 
 // Decodes %XX escapes (SDKs encode the '/' of org/name model ids); invalid escapes stay as is.
-std::string percent_decode(std::string_view text);
+using config::percent_decode;
 
 // "GET /health, POST /generate, ...": for the 404 message; the routes `listener` serves only.
 std::string route_list(ListenerKind listener = ListenerKind::combined);
