@@ -8,7 +8,6 @@
 #include <string_view>
 
 #include "config/config.hpp"
-
 #include "translators/canonical/types.hpp"
 
 namespace infergate {
