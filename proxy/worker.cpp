@@ -10,8 +10,9 @@ Worker::Worker(int index, std::shared_ptr<const config::Config> config, net::ssl
                Metrics& metrics, int access_log_fd, ConnectionBudget& connections)
     : index_(index),
       config_(std::move(config)),
-      pool_(io_.get_executor(), deadlines_, config_->backend(),
-            config_->backend().url.tls ? tls : nullptr),
+      tls_(tls),
+      pool_(std::make_shared<UpstreamPool>(io_.get_executor(), deadlines_, config_->backend(),
+                                           config_->backend().url.tls ? tls : nullptr)),
       metrics_(metrics),
       access_log_fd_(access_log_fd),
       rng_(std::random_device{}() ^ (static_cast<uint64_t>(index) << 32)),
@@ -27,6 +28,37 @@ Worker::Worker(int index, std::shared_ptr<const config::Config> config, net::ssl
 
 Worker::~Worker() {
     deadlines_.stop();
+}
+
+void Worker::apply(std::shared_ptr<const config::Config> config,
+                   std::shared_ptr<ClientAuth> auth, bool new_pool, net::ssl::context* tls) {
+    config_ = std::move(config);
+    auth_ = std::move(auth);
+    if (new_pool) {
+        tls_ = tls;
+        pool_->retire();
+        pool_ = std::make_shared<UpstreamPool>(io_.get_executor(), deadlines_, config_->backend(),
+                                               config_->backend().url.tls ? tls_ : nullptr);
+    }
+}
+
+Task<Worker::ReloadOutcome> Worker::reload() {
+    if (!reloader_) {
+        co_return ReloadOutcome{409, R"({"error":{"message":"this worker cannot reload","type":)"
+                                     R"("invalid_request_error","param":null,"code":null}})"};
+    }
+    // The reload runs on the server's thread; its outcome is posted back to this one.
+    co_return co_await net::async_initiate<const net::use_awaitable_t<Executor>&,
+                                           void(ReloadOutcome)>(
+        [this](auto handler) {
+            auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+            reloader_([this, shared](ReloadOutcome outcome) {
+                net::post(io_, [shared, outcome = std::move(outcome)]() mutable {
+                    (*shared)(std::move(outcome));
+                });
+            });
+        },
+        net::use_awaitable_t<Executor>{});
 }
 
 std::string Worker::random_hex(size_t chars) {
