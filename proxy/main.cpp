@@ -48,6 +48,13 @@ Options:
   --log-level L          debug, info (default), warn, error
   --access-log WHERE     one JSON line per request: stderr (default), off, or a file path
   --check-config         validate the configuration and exit
+
+Signals:
+  SIGHUP                 re-read the --config file (command-line overrides applied again) and
+                         apply it; a file with errors keeps the running config and logs why;
+                         listen, admin_listen, threads, access_log and limits.max_connections
+                         need a restart. Also POST /-/reload on the admin listener.
+  SIGINT, SIGTERM        stop accepting, let requests finish (shutdown_grace_ms), exit
   --version              print the version and exit
   --help                 print this help and exit
 )";
