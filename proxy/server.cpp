@@ -299,7 +299,7 @@ Server::ReloadResult Server::reload(std::string_view trigger) {
             restart.emplace_back("backends[0].tls_ca_file");
         }
     }
-    auto auth = std::make_shared<ClientAuth>(next->auth);
+    auto auth = std::make_shared<ClientAuth>(next->auth, auth_.get());
     net::ssl::context* tls = tls_ ? &*tls_ : nullptr;
     for (auto& w : workers_) {
         net::post(w->io(), [worker = w.get(), next, auth, tls, pool = changes.backend_changed] {
