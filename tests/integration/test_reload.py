@@ -203,9 +203,14 @@ class ReloadDuringStream(unittest.TestCase):
         rest = s.read_all()
         self.assertTrue(rest and rest[-1].done, [e.data for e in rest[-3:]])
         self.assertGreaterEqual(len(first) + len(rest), 10)
-        # New requests go to the new backend.
+        # New requests go to the new backend, which was probed again.
         r = post_json(p.port, "/v1/completions", dict(CMPL_BODY, model="mid-alias"))
         self.assertEqual(r.status, 200, r.body)
+        info = request(p.admin_port, "GET", "/get_server_info")
+        self.assertIn(self.other.url, info.body.decode())
+        self.assertNotIn(self.emu.url + '"', info.body.decode())
+        wait_until(lambda: f"backend {self.other.url}:" in p.stderr_text(), 10,
+                   what="the new backend probed")
 
 
 if __name__ == "__main__":
