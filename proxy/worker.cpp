@@ -6,6 +6,21 @@
 
 namespace infergate {
 
+namespace {
+
+// The deadline tick for the config's timeouts (Deadlines::tick_for of the shortest).
+std::chrono::milliseconds deadline_tick(const config::Config& c) {
+    const config::Timeouts& t = c.backend().timeouts;
+    int64_t shortest = std::min({t.connect_ms, t.first_byte_ms, t.idle_ms, c.client_idle_ms,
+                                 c.client_header_ms, c.client_body_ms});
+    if (t.total_ms > 0) {
+        shortest = std::min(shortest, t.total_ms);
+    }
+    return Deadlines::tick_for(std::chrono::milliseconds(shortest));
+}
+
+}  // namespace
+
 Worker::Worker(int index, std::shared_ptr<const config::Config> config, net::ssl::context* tls,
                Metrics& metrics, int access_log_fd, ConnectionBudget& connections)
     : index_(index),
@@ -17,13 +32,7 @@ Worker::Worker(int index, std::shared_ptr<const config::Config> config, net::ssl
       access_log_fd_(access_log_fd),
       rng_(std::random_device{}() ^ (static_cast<uint64_t>(index) << 32)),
       connections_(connections) {
-    const config::Timeouts& t = config_->backend().timeouts;
-    int64_t shortest = std::min({t.connect_ms, t.first_byte_ms, t.idle_ms, config_->client_idle_ms,
-                                 config_->client_header_ms, config_->client_body_ms});
-    if (t.total_ms > 0) {
-        shortest = std::min(shortest, t.total_ms);
-    }
-    deadlines_.start(io_.get_executor(), Deadlines::tick_for(std::chrono::milliseconds(shortest)));
+    deadlines_.start(io_.get_executor(), deadline_tick(*config_));
 }
 
 Worker::~Worker() {
@@ -34,6 +43,8 @@ void Worker::apply(std::shared_ptr<const config::Config> config,
                    std::shared_ptr<ClientAuth> auth, bool new_pool, net::ssl::context* tls) {
     config_ = std::move(config);
     auth_ = std::move(auth);
+    // Shorter timeouts need a finer tick (requests in flight keep theirs, a tick late at most).
+    deadlines_.set_tick(std::min(deadlines_.tick(), deadline_tick(*config_)));
     if (new_pool) {
         tls_ = tls;
         pool_->retire();
