@@ -148,9 +148,8 @@ std::string ClientAuth::render() const {
     out += "# HELP infergate_client_key_limited_total Generations refused with 429 by a key's "
            "limit (rps or max_concurrent).\n# TYPE infergate_client_key_limited_total counter\n";
     for (const auto& k : keys_) {
-        for (const auto& [limit, v] :
-             {std::pair{"rps", &k->counts->rate_limited},
-              {"max_concurrent", &k->counts->concurrency_limited}}) {
+        for (const auto& [limit, v] : {std::pair{"rps", &k->counts->rate_limited},
+                                       {"max_concurrent", &k->counts->concurrency_limited}}) {
             out += "infergate_client_key_limited_total{key=\"";
             append_escaped(out, k->name);
             out += "\",limit=\"" + std::string(limit) + "\"} " +

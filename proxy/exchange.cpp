@@ -86,8 +86,9 @@ Task<bool> Exchange::dispatch() {
                 std::string(request_.target().substr(0, 200)) +
                 "; infergate serves: " + route_list(listener_);
     if (request_.target() == "/-/reload") {
-        e.message += ". /-/reload is served on the admin listener only (set admin_listen); "
-                     "or send infergate SIGHUP";
+        e.message +=
+            ". /-/reload is served on the admin listener only (set admin_listen); "
+            "or send infergate SIGHUP";
     }
     co_return co_await client_.send_openai_error(e);
 }
@@ -153,8 +154,8 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
         canonical::Error e;
         e.status = 503;
         e.type = "service_unavailable";
-        e.message = "the backend at " + pool_->backend().url.text() +
-                    " is not ready yet (" + info.detail + "); retry shortly";
+        e.message = "the backend at " + pool_->backend().url.text() + " is not ready yet (" +
+                    info.detail + "); retry shortly";
         co_return co_await client_.send_error(front, e);
     }
     const translators::Plan plan = translators::plan_generation(

@@ -61,8 +61,8 @@ Task<bool> Exchange::health(bool generate) {
     if (call) {
         translators::HealthCall& c = call.value();
         ok = co_await upstream_.open(c.post ? http::verb::post : http::verb::get,
-                                     pool_->backend().url.base_path + c.path,
-                                     std::move(c.body), false);
+                                     pool_->backend().url.base_path + c.path, std::move(c.body),
+                                     false);
         failure = upstream_.error();
     } else {
         failure = call.error();
@@ -82,8 +82,8 @@ Task<bool> Exchange::health(bool generate) {
     canonical::Error e;
     e.status = 503;
     e.type = "service_unavailable";
-    e.message = ok ? "the backend at " + pool_->backend().url.text() + " is not healthy"
-                   : failure.message;
+    e.message =
+        ok ? "the backend at " + pool_->backend().url.text() + " is not healthy" : failure.message;
     co_return co_await client_.send_openai_error(e);
 }
 
@@ -107,8 +107,7 @@ Task<bool> Exchange::reload() {
 
 Task<bool> Exchange::relay_get(std::string_view path, const translators::Codec& codec) {
     if (!co_await upstream_.open(http::verb::get,
-                                 pool_->backend().url.base_path + std::string(path), {},
-                                 false)) {
+                                 pool_->backend().url.base_path + std::string(path), {}, false)) {
         co_return co_await client_.send_error(codec, upstream_.error());
     }
     std::string body;

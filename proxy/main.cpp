@@ -219,7 +219,8 @@ int main(int argc, char** argv) {
             }
             auto more = config::validate(*c);
             loaded.errors.insert(loaded.errors.end(), more.begin(), more.end());
-            loaded.config = loaded.errors.empty() ? std::shared_ptr<const config::Config>(c) : nullptr;
+            loaded.config =
+                loaded.errors.empty() ? std::shared_ptr<const config::Config>(c) : nullptr;
         }
         return loaded;
     };

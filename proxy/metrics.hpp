@@ -158,7 +158,9 @@ public:
     std::string render() const;
 
     // A config reload (any thread): infergate_config_reloads_total{result}.
-    void count_reload(bool ok) { (ok ? reloads_ok_ : reloads_error_).fetch_add(1, std::memory_order_relaxed); }
+    void count_reload(bool ok) {
+        (ok ? reloads_ok_ : reloads_error_).fetch_add(1, std::memory_order_relaxed);
+    }
 
     // ---- used by WorkerMetrics and render() --------------------------------------------
     size_t model_slots() const { return model_names_.size(); }

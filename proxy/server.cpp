@@ -9,9 +9,9 @@
 #include <functional>
 #include <thread>
 
-#include <boost/asio/signal_set.hpp>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <boost/asio/signal_set.hpp>
 
 #include "proxy/backend_probe.hpp"
 #include "proxy/client_auth.hpp"
@@ -238,9 +238,10 @@ Server::Server(std::shared_ptr<const config::Config> config,
 Server::ReloadResult Server::reload(std::string_view trigger) {
     const std::string why = "reload (" + std::string(trigger) + ")";
     if (!reread_) {
-        log::warn(why + ": nothing to re-read: infergate was started without --config, from "
-                        "command-line flags; restart it to change them, or start it with "
-                        "--config FILE to reload");
+        log::warn(why +
+                  ": nothing to re-read: infergate was started without --config, from "
+                  "command-line flags; restart it to change them, or start it with "
+                  "--config FILE to reload");
         return {409, reload_error("infergate was started without --config (its settings are "
                                   "the command line): there is no config file to re-read; "
                                   "restart it with new flags, or start it with --config FILE",
@@ -289,7 +290,8 @@ Server::ReloadResult Server::reload(std::string_view trigger) {
                     log::warn(why + ": " + e + "; the running config is kept");
                     return {400, reload_error("the config file " + config_path_ +
                                                   " has 1 error(s); the running config is "
-                                                  "kept: " + e,
+                                                  "kept: " +
+                                                  e,
                                               "invalid_config", {e})};
                 }
             }

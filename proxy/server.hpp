@@ -25,8 +25,7 @@ public:
     // `reread`: loads the config again as at start (the --config file, with the command line's
     // overrides) for a reload; empty for a config-free start, which has nothing to re-read.
     explicit Server(std::shared_ptr<const config::Config> config,
-                    std::function<config::LoadResult()> reread = {},
-                    std::string config_path = {});
+                    std::function<config::LoadResult()> reread = {}, std::string config_path = {});
     ~Server();
 
     // Binds, prints "listening on HOST:PORT" to stdout, serves until SIGINT/SIGTERM. Returns

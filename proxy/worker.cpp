@@ -39,8 +39,8 @@ Worker::~Worker() {
     deadlines_.stop();
 }
 
-void Worker::apply(std::shared_ptr<const config::Config> config,
-                   std::shared_ptr<ClientAuth> auth, bool new_pool, net::ssl::context* tls) {
+void Worker::apply(std::shared_ptr<const config::Config> config, std::shared_ptr<ClientAuth> auth,
+                   bool new_pool, net::ssl::context* tls) {
     config_ = std::move(config);
     auth_ = std::move(auth);
     // Shorter timeouts need a finer tick (requests in flight keep theirs, a tick late at most).

@@ -84,8 +84,8 @@ public:
 
     // POST /-/reload: runs the reload on the server's thread and resumes with its outcome.
     struct ReloadOutcome {
-        int status = 200;     // 200, 400 (the file has errors), 409 (no file to re-read)
-        std::string body;     // JSON: what changed, or the errors (OpenAI's error shape)
+        int status = 200;  // 200, 400 (the file has errors), 409 (no file to re-read)
+        std::string body;  // JSON: what changed, or the errors (OpenAI's error shape)
     };
     using Reloader = std::function<void(std::function<void(ReloadOutcome)>)>;
     void set_reloader(Reloader fn) { reloader_ = std::move(fn); }

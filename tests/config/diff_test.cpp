@@ -7,8 +7,9 @@ using namespace infergate::config;
 namespace {
 
 Config base() {
-    auto r = load_yaml_text("backends:\n  - url: http://127.0.0.1:8000\n    dialect: openai\n"
-                            "    model: m\nmodels:\n  aliases:\n    a: m\n");
+    auto r = load_yaml_text(
+        "backends:\n  - url: http://127.0.0.1:8000\n    dialect: openai\n"
+        "    model: m\nmodels:\n  aliases:\n    a: m\n");
     REQUIRE(r.config);
     return *r.config;
 }

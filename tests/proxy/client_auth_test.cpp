@@ -96,7 +96,7 @@ TEST_CASE("a reload keeps each key's counts and generations in flight by name") 
     REQUIRE(before.admit(1, retry) == ClientAuth::Admission::ok);  // team-b: one in flight
     config::Auth next = keys();
     next.keys[1].key = "sk-bbbbbbbbbbbb-rotated";  // same name, new key
-    next.keys.erase(next.keys.begin());             // team-a removed
+    next.keys.erase(next.keys.begin());            // team-a removed
     next.keys.push_back({"team-c", "sk-cccccccccccc", 0, 0});
     ClientAuth after(next, &before);
     // team-b's generation admitted before the reload still counts against max_concurrent 1.
@@ -108,9 +108,11 @@ TEST_CASE("a reload keeps each key's counts and generations in flight by name") 
     CHECK(after.find("sk-aaaaaaaaaaaa") == -1);
     after.count_request(1);
     const std::string text = after.render();
-    CHECK(text.find("infergate_client_key_limited_total{key=\"team-b\",limit=\"max_concurrent\"} 1\n") !=
+    CHECK(text.find(
+              "infergate_client_key_limited_total{key=\"team-b\",limit=\"max_concurrent\"} 1\n") !=
           std::string::npos);
-    CHECK(text.find("infergate_client_key_requests_total{key=\"team-c\"} 1\n") != std::string::npos);
+    CHECK(text.find("infergate_client_key_requests_total{key=\"team-c\"} 1\n") !=
+          std::string::npos);
     CHECK(text.find("team-a") == std::string::npos);
     CHECK(text.find("infergate_auth_failures_total{reason=\"missing\"} 1\n") != std::string::npos);
 }

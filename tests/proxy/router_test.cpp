@@ -126,8 +126,9 @@ TEST_CASE("with an admin listener, the ops routes are served there only") {
     }
     CHECK(match_route("GET", "/v1/models", admin).kind == Route::Kind::not_found);
     CHECK(match_route("GET", "/v1/models/m", admin).kind == Route::Kind::not_found);
-    CHECK(route_list(admin) == "GET /health, GET /health_generate, GET /get_server_info, "
-                               "GET /metrics, POST /-/reload");
+    CHECK(route_list(admin) ==
+          "GET /health, GET /health_generate, GET /get_server_info, "
+          "GET /metrics, POST /-/reload");
 }
 
 TEST_CASE("POST /-/reload is served on the admin listener only, never on a combined one") {
