@@ -228,16 +228,21 @@ Server::Server(std::shared_ptr<const config::Config> config,
         // POST /-/reload: the reload runs here, on control_; the answer goes back to the worker.
         workers_.back()->set_reloader([this](std::function<void(Worker::ReloadOutcome)> done) {
             net::post(control_, [this, done = std::move(done)] {
-                ReloadResult r = reload("POST /-/reload");
-                done(Worker::ReloadOutcome{r.status, std::move(r.body)});
+                auto r = std::make_shared<ReloadResult>();
+                *r = reload("POST /-/reload", [r, done] {
+                    done(Worker::ReloadOutcome{r->status, std::move(r->body)});
+                });
             });
         });
     }
 }
 
-Server::ReloadResult Server::reload(std::string_view trigger) {
+Server::ReloadResult Server::reload(std::string_view trigger, std::function<void()> applied) {
+    // Posted, never called here: the caller has the result by the time it runs.
+    const auto answer_now = [&] { net::post(control_, std::move(applied)); };
     const std::string why = "reload (" + std::string(trigger) + ")";
     if (!reread_) {
+        answer_now();
         log::warn(why +
                   ": nothing to re-read: infergate was started without --config, from "
                   "command-line flags; restart it to change them, or start it with "
@@ -255,6 +260,7 @@ Server::ReloadResult Server::reload(std::string_view trigger) {
         loaded.config = nullptr;
     }
     if (!loaded.config) {
+        answer_now();
         metrics_->count_reload(false);
         log::warn(why + ": " + config_path_ + " has " + std::to_string(loaded.errors.size()) +
                   " error(s); the running config is kept:");
@@ -284,6 +290,7 @@ Server::ReloadResult Server::reload(std::string_view trigger) {
                 beast::error_code ec;
                 tls.load_verify_file(ca, ec);
                 if (ec) {
+                    answer_now();
                     const std::string e =
                         "backends[0].tls_ca_file: cannot load '" + ca + "': " + ec.message();
                     metrics_->count_reload(false);
@@ -303,9 +310,15 @@ Server::ReloadResult Server::reload(std::string_view trigger) {
     }
     auto auth = std::make_shared<ClientAuth>(next->auth, auth_.get());
     net::ssl::context* tls = tls_ ? &*tls_ : nullptr;
+    auto pending = std::make_shared<std::atomic<size_t>>(workers_.size());
+    auto last = std::make_shared<std::function<void()>>(std::move(applied));
     for (auto& w : workers_) {
-        net::post(w->io(), [worker = w.get(), next, auth, tls, pool = changes.backend_changed] {
+        net::post(w->io(), [this, worker = w.get(), next, auth, tls, pending, last,
+                            pool = changes.backend_changed] {
             worker->apply(next, auth, pool, tls);
+            if (pending->fetch_sub(1) == 1) {
+                net::post(control_, std::move(*last));
+            }
         });
     }
     config_ = next;
@@ -519,6 +532,9 @@ std::vector<tcp::endpoint> Server::bind_listeners(const std::string& host, uint1
 }
 
 int Server::run() {
+    // Before anything is printed: a SIGHUP from a script that waits for "listening on" must not
+    // find the default action (terminate). Asio keeps it until the handler below waits.
+    net::signal_set hangup(control_, SIGHUP);
     if (!startup_error_.empty()) {
         log::error(startup_error_);
         return 2;
@@ -584,7 +600,6 @@ int Server::run() {
             l->start();
         }
     }
-    net::signal_set hangup(control_, SIGHUP);
     std::function<void(beast::error_code, int)> on_hangup = [&](beast::error_code e, int) {
         if (e || shutting_down_) {
             return;

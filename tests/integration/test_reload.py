@@ -154,6 +154,18 @@ class Reload(unittest.TestCase):
         self.assertIn("third", model_ids(p.port))
         self.assertIn("threads changed: it needs a restart", p.stderr_text())
 
+    def test_post_reload_answers_after_every_worker_has_it(self):
+        p = self.proxy(config(self.emu.url), args=["--threads", "3"])
+        p.wait_ready(model=MODEL)
+        rewrite(p.config_path, config(self.emu.url, {"every-worker": MODEL}))
+        r = request(p.admin_port, "POST", "/-/reload")
+        self.assertEqual(r.status, 200, r.body)
+        # Fresh connections land on any of the three workers: each already has the alias.
+        for _ in range(30):
+            self.assertIn("every-worker", model_ids(p.port))
+        # The command line's --threads is applied again: no "needs a restart" for it.
+        self.assertEqual(r.json()["needs_restart"], [])
+
     def test_reload_route_not_on_public_listener(self):
         p = self.proxy(config(self.emu.url))
         p.wait_ready(model=MODEL)
