@@ -166,6 +166,30 @@ class Reload(unittest.TestCase):
         # The command line's --threads is applied again: no "needs a restart" for it.
         self.assertEqual(r.json()["needs_restart"], [])
 
+    def connects(self, p: Proxy) -> float:
+        text = request(p.admin_port, "GET", "/metrics").body.decode()
+        return sum(float(l.split()[-1]) for l in text.splitlines()
+                   if l.startswith("infergate_upstream_connect_seconds_count"))
+
+    def test_unchanged_backend_keeps_its_pool(self):
+        p = self.proxy(config(self.emu.url))
+        p.wait_ready(model=MODEL)
+        self.assertEqual(post_json(p.port, "/v1/completions", CMPL_BODY).status, 200)
+        before = self.connects(p)
+        self.assertGreaterEqual(before, 1)
+        # An alias only: the pooled connection is reused, no new connect.
+        rewrite(p.config_path, config(self.emu.url, {"pool-alias": MODEL}))
+        self.assertEqual(request(p.admin_port, "POST", "/-/reload").status, 200)
+        self.assertEqual(post_json(p.port, "/v1/completions", CMPL_BODY).status, 200)
+        self.assertEqual(self.connects(p), before)
+        # A backend setting changed: a new pool, so a new connection.
+        rewrite(p.config_path, config(self.emu.url, {"pool-alias": MODEL}).replace(
+            f"model: {MODEL}\n", f"model: {MODEL}\n    max_idle_connections: 8\n", 1))
+        r = request(p.admin_port, "POST", "/-/reload")
+        self.assertEqual(r.json()["changed"], ["backends[0]"], r.body)
+        self.assertEqual(post_json(p.port, "/v1/completions", CMPL_BODY).status, 200)
+        self.assertEqual(self.connects(p), before + 1)
+
     def test_reload_route_not_on_public_listener(self):
         p = self.proxy(config(self.emu.url))
         p.wait_ready(model=MODEL)
