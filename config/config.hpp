@@ -34,6 +34,7 @@ struct Url {
     // HOST:PORT as the Host header and URLs write it: [::1]:8000 for an IPv6 address.
     std::string authority() const;
     std::string text() const;  // scheme://authority/base, never the userinfo
+    bool operator==(const Url&) const = default;
 };
 // Parses http://[USER[:PASS]@]HOST[:PORT][/base] and https://...; nullopt with `error` set
 // otherwise. Neither `error` nor `note` ever quotes the userinfo (it reads "***@").
@@ -57,6 +58,7 @@ struct Timeouts {
     int64_t first_byte_ms = 600000;
     int64_t idle_ms = 600000;
     int64_t total_ms = 0;  // 0 = no limit
+    bool operator==(const Timeouts&) const = default;
 };
 
 struct Backend {
@@ -69,11 +71,14 @@ struct Backend {
     std::string tls_ca_file;  // PEM bundle to verify an https backend (default: system CAs)
     Timeouts timeouts;
     int max_idle_connections = 64;  // per thread
+    // Equal backends share a pool across a reload (every field: URL, key, TLS, timeouts).
+    bool operator==(const Backend&) const = default;
 };
 
 struct Alias {
     std::string name;    // what clients send
     std::string target;  // the backend's served model name
+    bool operator==(const Alias&) const = default;
 };
 
 // A key clients must present (auth:). Keys come from a file or an environment variable, never
@@ -83,6 +88,7 @@ struct ClientKey {
     std::string key;
     double rps = 0;          // requests per second (a burst of up to one second's worth); 0: none
     int max_concurrent = 0;  // generations in flight at once; 0: no limit
+    bool operator==(const ClientKey&) const = default;
 };
 
 struct Auth {
@@ -148,6 +154,20 @@ std::string percent_decode(std::string_view text);
 
 LoadResult load_yaml_file(const std::string& path);
 LoadResult load_yaml_text(std::string_view text);
+
+// What a reload changes (SIGHUP, POST /-/reload): the settings that differ between the running
+// config and the new one, by their YAML path. `needs_restart` are those bound at start (listen,
+// admin_listen, threads, access_log, limits.max_connections): the reload keeps their running
+// value and the log says a restart applies them.
+struct ConfigChanges {
+    std::vector<std::string> applied;        // "backends[0]", "models.aliases", "auth", ...
+    std::vector<std::string> needs_restart;  // "listen", "threads", ...
+    bool backend_changed = false;            // a new upstream pool (idle connections closed)
+    bool backend_identity_changed = false;   // URL, dialect or model: probe it again
+};
+ConfigChanges diff(const Config& running, const Config& next);
+// `next` with the running values of what needs a restart (see ConfigChanges).
+Config keep_restart_values(const Config& running, Config next);
 
 // Validates a config built in code (the config-free command line); same error format.
 std::vector<std::string> validate(const Config& config);

@@ -33,10 +33,22 @@ void append_escaped(std::string& out, std::string_view v) {
 
 }  // namespace
 
-ClientAuth::ClientAuth(const config::Auth& auth) {
+ClientAuth::ClientAuth(const config::Auth& auth, const ClientAuth* previous)
+    : refusals_(previous ? previous->refusals_
+                         : std::make_shared<std::array<std::atomic<uint64_t>, 2>>()) {
     for (const auto& k : auth.keys) {
         auto key = std::make_unique<Key>();
         key->name = k.name;
+        if (previous) {
+            for (const auto& p : previous->keys_) {
+                if (p->name == k.name) {
+                    key->counts = p->counts;
+                }
+            }
+        }
+        if (!key->counts) {
+            key->counts = std::make_shared<Counts>();
+        }
         key->digest = sha256(k.key);
         key->rps = k.rps;
         key->max_concurrent = k.max_concurrent;
@@ -80,10 +92,10 @@ ClientAuth::Admission ClientAuth::admit(int index, int& retry_after_s) {
     Key& k = *keys_[static_cast<size_t>(index)];
     // The slot first, then the token: a request refused for either uses neither.
     if (k.max_concurrent > 0 &&
-        k.in_flight.fetch_add(1, std::memory_order_acq_rel) >= k.max_concurrent) {
-        k.in_flight.fetch_sub(1, std::memory_order_acq_rel);
+        k.counts->in_flight.fetch_add(1, std::memory_order_acq_rel) >= k.max_concurrent) {
+        k.counts->in_flight.fetch_sub(1, std::memory_order_acq_rel);
         retry_after_s = 1;
-        k.concurrency_limited.fetch_add(1, std::memory_order_relaxed);
+        k.counts->concurrency_limited.fetch_add(1, std::memory_order_relaxed);
         return Admission::too_many_in_flight;
     }
     if (k.rps > 0) {
@@ -95,9 +107,9 @@ ClientAuth::Admission ClientAuth::admit(int index, int& retry_after_s) {
         k.refilled_ns = now;
         if (k.tokens < 1.0) {
             retry_after_s = std::max(1, static_cast<int>(std::ceil((1.0 - k.tokens) / k.rps)));
-            k.rate_limited.fetch_add(1, std::memory_order_relaxed);
+            k.counts->rate_limited.fetch_add(1, std::memory_order_relaxed);
             if (k.max_concurrent > 0) {
-                k.in_flight.fetch_sub(1, std::memory_order_acq_rel);
+                k.counts->in_flight.fetch_sub(1, std::memory_order_acq_rel);
             }
             return Admission::rate_limited;
         }
@@ -109,16 +121,16 @@ ClientAuth::Admission ClientAuth::admit(int index, int& retry_after_s) {
 void ClientAuth::release(int index) {
     Key& k = *keys_[static_cast<size_t>(index)];
     if (k.max_concurrent > 0) {
-        k.in_flight.fetch_sub(1, std::memory_order_acq_rel);
+        k.counts->in_flight.fetch_sub(1, std::memory_order_acq_rel);
     }
 }
 
 void ClientAuth::count_request(int index) {
-    keys_[static_cast<size_t>(index)]->requests.fetch_add(1, std::memory_order_relaxed);
+    keys_[static_cast<size_t>(index)]->counts->requests.fetch_add(1, std::memory_order_relaxed);
 }
 
 void ClientAuth::count_refusal(Refusal r) {
-    refusals_[static_cast<size_t>(r)].fetch_add(1, std::memory_order_relaxed);
+    (*refusals_)[static_cast<size_t>(r)].fetch_add(1, std::memory_order_relaxed);
 }
 
 std::string ClientAuth::render() const {
@@ -131,13 +143,13 @@ std::string ClientAuth::render() const {
     for (const auto& k : keys_) {
         out += "infergate_client_key_requests_total{key=\"";
         append_escaped(out, k->name);
-        out += "\"} " + std::to_string(k->requests.load(std::memory_order_relaxed)) + "\n";
+        out += "\"} " + std::to_string(k->counts->requests.load(std::memory_order_relaxed)) + "\n";
     }
     out += "# HELP infergate_client_key_limited_total Generations refused with 429 by a key's "
            "limit (rps or max_concurrent).\n# TYPE infergate_client_key_limited_total counter\n";
     for (const auto& k : keys_) {
-        for (const auto& [limit, v] :
-             {std::pair{"rps", &k->rate_limited}, {"max_concurrent", &k->concurrency_limited}}) {
+        for (const auto& [limit, v] : {std::pair{"rps", &k->counts->rate_limited},
+                                       {"max_concurrent", &k->counts->concurrency_limited}}) {
             out += "infergate_client_key_limited_total{key=\"";
             append_escaped(out, k->name);
             out += "\",limit=\"" + std::string(limit) + "\"} " +
@@ -147,9 +159,9 @@ std::string ClientAuth::render() const {
     out += "# HELP infergate_auth_failures_total Requests refused with 401: no key, or a key that "
            "is not configured.\n# TYPE infergate_auth_failures_total counter\n";
     out += "infergate_auth_failures_total{reason=\"missing\"} " +
-           std::to_string(refusals_[0].load(std::memory_order_relaxed)) + "\n";
+           std::to_string((*refusals_)[0].load(std::memory_order_relaxed)) + "\n";
     out += "infergate_auth_failures_total{reason=\"invalid\"} " +
-           std::to_string(refusals_[1].load(std::memory_order_relaxed)) + "\n";
+           std::to_string((*refusals_)[1].load(std::memory_order_relaxed)) + "\n";
     return out;
 }
 

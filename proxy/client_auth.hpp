@@ -1,7 +1,9 @@
 #pragma once
 // Client keys (config auth:): which key a request presents, checked in constant time, and each
 // key's limits (requests per second, generations in flight) and counts. One ClientAuth is shared
-// by every worker; a request touches it only when keys are configured.
+// by every worker; a request touches it only when keys are configured. A reload builds a new one
+// from the previous: a key keeps its counts and generations in flight by name, so the counters do
+// not restart and max_concurrent holds across the reload.
 
 #include <array>
 #include <atomic>
@@ -20,7 +22,7 @@ class ClientRequest;
 
 class ClientAuth {
 public:
-    explicit ClientAuth(const config::Auth& auth);
+    explicit ClientAuth(const config::Auth& auth, const ClientAuth* previous = nullptr);
     ~ClientAuth();
     ClientAuth(const ClientAuth&) = delete;
     ClientAuth& operator=(const ClientAuth&) = delete;
@@ -51,6 +53,13 @@ public:
     std::string render() const;
 
 private:
+    // Shared by a key's successive ClientAuths (same name) across reloads.
+    struct Counts {
+        std::atomic<int> in_flight{0};
+        std::atomic<uint64_t> requests{0};
+        std::atomic<uint64_t> rate_limited{0};
+        std::atomic<uint64_t> concurrency_limited{0};
+    };
     struct Key {
         std::string name;
         std::array<unsigned char, 32> digest{};
@@ -59,13 +68,10 @@ private:
         std::mutex bucket_mutex;  // only when rps is set
         double tokens = 0;
         int64_t refilled_ns = 0;
-        std::atomic<int> in_flight{0};
-        std::atomic<uint64_t> requests{0};
-        std::atomic<uint64_t> rate_limited{0};
-        std::atomic<uint64_t> concurrency_limited{0};
+        std::shared_ptr<Counts> counts;
     };
     std::vector<std::unique_ptr<Key>> keys_;
-    std::array<std::atomic<uint64_t>, 2> refusals_{};
+    std::shared_ptr<std::array<std::atomic<uint64_t>, 2>> refusals_;
 };
 
 }  // namespace infergate

@@ -79,6 +79,8 @@ public:
     static std::chrono::milliseconds tick_for(std::chrono::milliseconds shortest);
 
     std::chrono::milliseconds tick() const { return tick_; }
+    // A reload's timeouts: from the next tick on.
+    void set_tick(std::chrono::milliseconds tick) { tick_ = tick; }
 
 private:
     friend class Deadline;

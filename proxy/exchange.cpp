@@ -16,13 +16,16 @@ Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
                    DisconnectWatch& watch, ClientRequest request, const std::string& peer,
                    ListenerKind listener)
     : worker_(worker),
+      config_(worker.config_ptr()),
+      pool_(worker.pool_ptr()),
+      auth_(worker.auth_ptr()),
       request_(std::move(request)),
       peer_(peer),
       request_id_(),
       watch_(watch),
       meter_(worker, request_.body().size()),
       client_(worker, client, client_deadline, request_, meter_, request_id_),
-      upstream_(worker, watch, meter_, request_, request_id_),
+      upstream_(worker, *pool_, auth_.get(), watch, meter_, request_, request_id_),
       listener_(listener) {
     const auto rid = request_["X-Request-Id"];
     request_id_ = !rid.empty() && rid.size() <= 128 ? std::string(rid) : worker_.random_hex(32);
@@ -31,7 +34,7 @@ Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
 Exchange::~Exchange() {
     watch_.stop();
     if (admitted_) {
-        worker_.auth()->release(key_);
+        auth_->release(key_);  // the ClientAuth that admitted it, even after a reload
     }
 }
 
@@ -48,6 +51,7 @@ Task<bool> Exchange::dispatch() {
     }
     switch (route.kind) {
         case Route::Kind::metrics: co_return co_await serve_metrics();
+        case Route::Kind::reload: co_return co_await reload();
         case Route::Kind::generate: co_return co_await generate(route.dialect, route.path);
         case Route::Kind::generate_by_body: co_return co_await generate_by_body(route.path);
         case Route::Kind::root: co_return co_await root();
@@ -81,6 +85,11 @@ Task<bool> Exchange::dispatch() {
     e.message = "no route " + std::string(request_.method_string()) + " " +
                 std::string(request_.target().substr(0, 200)) +
                 "; infergate serves: " + route_list(listener_);
+    if (request_.target() == "/-/reload") {
+        e.message +=
+            ". /-/reload is served on the admin listener only (set admin_listen); "
+            "or send infergate SIGHUP";
+    }
     co_return co_await client_.send_openai_error(e);
 }
 
@@ -89,7 +98,7 @@ Task<bool> Exchange::dispatch() {
 // ---------------------------------------------------------------------------------------------
 
 std::string Exchange::upstream_model(const canonical::GenerationRequest& req) const {
-    for (const auto& a : worker_.config().aliases) {
+    for (const auto& a : config_->aliases) {
         if (a.name == req.model) {
             return a.target;
         }
@@ -146,19 +155,19 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
         e.status = 503;
         e.type = "service_unavailable";
         // The probe's detail names URLs: the client gets it without the backend's address.
-        const std::string url = worker_.pool().backend().url.text();
+        const std::string url = pool_->backend().url.text();
         std::string detail = info.detail;
         for (size_t at = detail.find(url); at != std::string::npos; at = detail.find(url, at)) {
             detail.erase(at, url.size());
         }
         meter_.failure().backend = url;
-        e.message = backend_name(worker_.pool().backend()) + " is not ready yet (" + detail +
-                    "); retry shortly";
+        e.message =
+            backend_name(pool_->backend()) + " is not ready yet (" + detail + "); retry shortly";
         co_return co_await client_.send_error(front, e);
     }
     const translators::Plan plan = translators::plan_generation(
         dialect, req,
-        translators::BackendFacts{info.dialect, info.flavor, worker_.pool().backend().url.host});
+        translators::BackendFacts{info.dialect, info.flavor, pool_->backend().url.host});
     if (plan.refusal) {
         meter_.set_outcome(Outcome::rejected);
         co_return co_await client_.send_error(front, *plan.refusal);

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "config/config.hpp"
 #include "proxy/client_request.hpp"
 #include "proxy/client_writer.hpp"
 #include "proxy/net.hpp"
@@ -23,7 +24,9 @@
 namespace infergate {
 
 class Worker;
+class ClientAuth;
 class DisconnectWatch;
+class UpstreamPool;
 
 class Exchange {
 public:
@@ -52,6 +55,7 @@ private:
     Task<bool> generate_by_body(std::string_view path);
     Task<bool> root();
     Task<bool> serve_metrics();
+    Task<bool> reload();  // POST /-/reload: the server re-reads the config file
     Task<bool> models(std::string_view id);
     Task<bool> health(bool generate);
     Task<bool> model_info(bool server_info);
@@ -75,6 +79,12 @@ private:
     canonical::ModelCatalogue catalogue() const;
 
     Worker& worker_;
+    // The config, pool and client keys as they were when the request arrived: a reload
+    // replaces the worker's, and this request finishes on these (declared before the units
+    // that hold references into them).
+    std::shared_ptr<const config::Config> config_;
+    std::shared_ptr<UpstreamPool> pool_;
+    std::shared_ptr<ClientAuth> auth_;
     ClientRequest request_;
     const std::string& peer_;
     std::string request_id_;

@@ -55,7 +55,7 @@ canonical::Dialect client_dialect(const Route& route, const ClientRequest& reque
 }  // namespace
 
 Task<std::optional<bool>> Exchange::authorize(const Route& route) {
-    ClientAuth* auth = worker_.auth();
+    ClientAuth* auth = auth_.get();
     // The admin listener is the operator's (admin_listen, on loopback or a private network):
     // Prometheus scrapes it without a client key.
     if (auth == nullptr || !auth->enabled() || listener_ == ListenerKind::admin ||
@@ -91,7 +91,7 @@ Task<std::optional<bool>> Exchange::admit(const translators::Codec& front) {
     if (key_ < 0) {
         co_return std::nullopt;
     }
-    ClientAuth& auth = *worker_.auth();
+    ClientAuth& auth = *auth_.get();
     int retry_after = 1;
     const auto admission = auth.admit(key_, retry_after);
     if (admission == ClientAuth::Admission::ok) {

@@ -17,7 +17,7 @@ canonical::ModelCatalogue Exchange::catalogue() const {
     if (!info.served_model.empty()) {
         c.models.push_back({info.served_model, info.served_model});
     }
-    for (const auto& a : worker_.config().aliases) {
+    for (const auto& a : config_->aliases) {
         c.models.push_back({a.name, a.target});
     }
     c.served_model = info.served_model;
@@ -26,8 +26,8 @@ canonical::ModelCatalogue Exchange::catalogue() const {
         std::chrono::duration_cast<std::chrono::nanoseconds>(worker_.started().time_since_epoch())
             .count();
     c.version = kVersion;
-    c.threads = worker_.config().threads;
-    c.backend_url = worker_.pool().backend().url.text();
+    c.threads = config_->threads;
+    c.backend_url = pool_->backend().url.text();
     c.backend_ready = info.ready;
     c.backend_dialect = std::string(config::to_string(info.dialect));
     c.backend_detail = info.detail;
@@ -61,8 +61,8 @@ Task<bool> Exchange::health(bool generate) {
     if (call) {
         translators::HealthCall& c = call.value();
         ok = co_await upstream_.open(c.post ? http::verb::post : http::verb::get,
-                                     worker_.pool().backend().url.base_path + c.path,
-                                     std::move(c.body), false);
+                                     pool_->backend().url.base_path + c.path, std::move(c.body),
+                                     false);
         failure = upstream_.error();
     } else {
         failure = call.error();
@@ -82,24 +82,32 @@ Task<bool> Exchange::health(bool generate) {
     canonical::Error e;
     e.status = 503;
     e.type = "service_unavailable";
-    meter_.failure().backend = worker_.pool().backend().url.text();
-    e.message = ok ? backend_name(worker_.pool().backend()) + " is not healthy" : failure.message;
+    meter_.failure().backend = pool_->backend().url.text();
+    e.message = ok ? backend_name(pool_->backend()) + " is not healthy" : failure.message;
     co_return co_await client_.send_openai_error(e);
 }
 
 Task<bool> Exchange::serve_metrics() {
     std::string text = worker_.metrics_registry().render();
-    if (const ClientAuth* auth = worker_.auth()) {
+    if (const ClientAuth* auth = auth_.get()) {
         text += auth->render();
     }
     co_return co_await client_.send(http::status::ok, std::move(text),
                                     "text/plain; version=0.0.4; charset=utf-8");
 }
 
+Task<bool> Exchange::reload() {
+    Worker::ReloadOutcome outcome = co_await worker_.reload();
+    if (outcome.status != 200) {
+        meter_.set_outcome(Outcome::rejected);
+    }
+    co_return co_await client_.send(static_cast<http::status>(outcome.status),
+                                    std::move(outcome.body), "application/json");
+}
+
 Task<bool> Exchange::relay_get(std::string_view path, const translators::Codec& codec) {
     if (!co_await upstream_.open(http::verb::get,
-                                 worker_.pool().backend().url.base_path + std::string(path), {},
-                                 false)) {
+                                 pool_->backend().url.base_path + std::string(path), {}, false)) {
         co_return co_await client_.send_error(codec, upstream_.error());
     }
     std::string body;

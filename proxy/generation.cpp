@@ -30,7 +30,7 @@ Task<std::optional<bool>> Generation::open(bool upstream_streams) {
         body = std::move(encoded.value());
     }
     const std::string target =
-        worker.pool().backend().url.base_path + std::string(back.upstream_path(req));
+        upstream.backend().url.base_path + std::string(back.upstream_path(req));
     if (!co_await upstream.open(http::verb::post, target, std::move(body), upstream_streams)) {
         if (upstream.client_left()) {
             co_return false;

@@ -1,6 +1,7 @@
 // infergate: the command line. Everything else lives in the proxy core.
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,6 +48,13 @@ Options:
   --log-level L          debug, info (default), warn, error
   --access-log WHERE     one JSON line per request: stderr (default), off, or a file path
   --check-config         validate the configuration and exit
+
+Signals:
+  SIGHUP                 re-read the --config file (command-line overrides applied again) and
+                         apply it; a file with errors keeps the running config and logs why;
+                         listen, admin_listen, threads, access_log and limits.max_connections
+                         need a restart. Also POST /-/reload on the admin listener.
+  SIGINT, SIGTERM        stop accepting, let requests finish (shutdown_grace_ms), exit
   --version              print the version and exit
   --help                 print this help and exit
 )";
@@ -158,7 +166,6 @@ int main(int argc, char** argv) {
                 "--upstream, --upstream-dialect, --model, --alias and --api-key-env describe the "
                 "backend, which --config already does; use one or the other");
         }
-        loaded = config::load_yaml_file(config_path);
     } else {
         // Every value quoted as YAML reads it back exactly (a quote or backslash in an alias
         // then meets the config's own check, which names it, not a YAML syntax error).
@@ -184,33 +191,45 @@ int main(int argc, char** argv) {
         }
         loaded = config::load_yaml_text(yaml);
     }
-    if (loaded.config && (!listen.empty() || !admin_listen.empty() || threads > 0 ||
-                          !log_level.empty() || !access_log.empty())) {
-        auto c = std::make_shared<config::Config>(*loaded.config);
-        if (!listen.empty()) {
-            std::string err;
-            if (!config::parse_listen(listen, c->listen_host, c->listen_port, err)) {
-                loaded.errors.push_back("--listen: " + err);
+    // A file is read again on SIGHUP and POST /-/reload, with the same command-line overrides.
+    const auto override_flags = [=](config::LoadResult loaded) {
+        if (loaded.config && (!listen.empty() || !admin_listen.empty() || threads > 0 ||
+                              !log_level.empty() || !access_log.empty())) {
+            auto c = std::make_shared<config::Config>(*loaded.config);
+            if (!listen.empty()) {
+                std::string err;
+                if (!config::parse_listen(listen, c->listen_host, c->listen_port, err)) {
+                    loaded.errors.push_back("--listen: " + err);
+                }
             }
-        }
-        if (!admin_listen.empty()) {
-            std::string err;
-            if (!config::parse_listen(admin_listen, c->admin_host, c->admin_port, err)) {
-                loaded.errors.push_back("--admin-listen: " + err);
+            if (!admin_listen.empty()) {
+                std::string err;
+                if (!config::parse_listen(admin_listen, c->admin_host, c->admin_port, err)) {
+                    loaded.errors.push_back("--admin-listen: " + err);
+                }
             }
+            if (threads > 0) {
+                c->threads = threads;
+            }
+            if (!log_level.empty()) {
+                c->log_level = log_level;
+            }
+            if (!access_log.empty()) {
+                c->access_log = access_log;
+            }
+            auto more = config::validate(*c);
+            loaded.errors.insert(loaded.errors.end(), more.begin(), more.end());
+            loaded.config =
+                loaded.errors.empty() ? std::shared_ptr<const config::Config>(c) : nullptr;
         }
-        if (threads > 0) {
-            c->threads = threads;
-        }
-        if (!log_level.empty()) {
-            c->log_level = log_level;
-        }
-        if (!access_log.empty()) {
-            c->access_log = access_log;
-        }
-        auto more = config::validate(*c);
-        loaded.errors.insert(loaded.errors.end(), more.begin(), more.end());
-        loaded.config = loaded.errors.empty() ? std::shared_ptr<const config::Config>(c) : nullptr;
+        return loaded;
+    };
+    std::function<config::LoadResult()> reread;
+    if (!config_path.empty()) {
+        reread = [=] { return override_flags(config::load_yaml_file(config_path)); };
+        loaded = reread();
+    } else {
+        loaded = override_flags(std::move(loaded));
     }
     if (!loaded.config) {
         std::fprintf(stderr, "infergate: invalid configuration%s%s:\n",
@@ -233,6 +252,6 @@ int main(int argc, char** argv) {
         std::printf("configuration OK\n");
         return 0;
     }
-    Server server(loaded.config);
+    Server server(loaded.config, std::move(reread), config_path);
     return server.run();
 }

@@ -157,6 +157,11 @@ public:
     // they have been observed; the in-flight gauge, upstream errors and build info always do.
     std::string render() const;
 
+    // A config reload (any thread): infergate_config_reloads_total{result}.
+    void count_reload(bool ok) {
+        (ok ? reloads_ok_ : reloads_error_).fetch_add(1, std::memory_order_relaxed);
+    }
+
     // ---- used by WorkerMetrics and render() --------------------------------------------
     size_t model_slots() const { return model_names_.size(); }
     const std::string& backend_name() const { return backend_name_; }
@@ -176,7 +181,9 @@ private:
     std::atomic<bool> discovered_claimed_{false};  // one writer for model_names_[discovered]
     std::atomic<bool> discovered_set_{false};      // release: that name is written
     std::vector<std::unique_ptr<WorkerMetrics>> workers_;
-    mutable std::atomic<size_t> last_render_size_{0};  // a capacity hint for the next scrape
+    mutable std::atomic<size_t> last_render_size_{0};
+    std::atomic<uint64_t> reloads_ok_{0};
+    std::atomic<uint64_t> reloads_error_{0};  // a capacity hint for the next scrape
 };
 
 }  // namespace infergate

@@ -344,6 +344,20 @@ std::string Metrics::render() const {
         }
         out.push_back(std::move(f));
     }
+    {
+        MetricFamily f = family("infergate_config_reloads_total",
+                                "Config reloads (SIGHUP, POST /-/reload), by result: error kept "
+                                "the running config.",
+                                MetricType::Counter);
+        for (const bool ok : {true, false}) {
+            ClientMetric m;
+            m.label = {label("result", ok ? "ok" : "error")};
+            m.counter.value = static_cast<double>(
+                (ok ? reloads_ok_ : reloads_error_).load(std::memory_order_relaxed));
+            f.metric.push_back(std::move(m));
+        }
+        out.push_back(std::move(f));
+    }
 
     std::string text;
     text.reserve(last_render_size_.load(std::memory_order_relaxed) + 4096);

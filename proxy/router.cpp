@@ -14,6 +14,10 @@ enum class On : uint8_t {
     api,     // the public listener only
     ops,     // the admin listener only: what shows the deployment or changes it
     health,  // both: load balancers and orchestrators probe the public port
+    // The admin listener only, never on a combined one: what changes the running proxy
+    // (POST /-/reload). Without admin_listen it is not served at all (SIGHUP still reloads):
+    // a public port must not let whoever reaches it make the proxy re-read its files.
+    control,
 };
 
 struct Entry {
@@ -26,8 +30,8 @@ struct Entry {
 
 bool serves(ListenerKind listener, On on) {
     switch (listener) {
-        case ListenerKind::combined: return true;
-        case ListenerKind::public_api: return on != On::ops;
+        case ListenerKind::combined: return on != On::control;
+        case ListenerKind::public_api: return on != On::ops && on != On::control;
         case ListenerKind::admin: return on != On::api;
     }
     return false;
@@ -60,6 +64,7 @@ constexpr std::array kRoutes = {
     // An ops route is one line with On::ops: served on the admin listener when there is one.
     Entry{"/get_server_info", "GET, HEAD", Route::Kind::server_info, {}, On::ops},  // backend URL
     Entry{"/metrics", "GET, HEAD", Route::Kind::metrics, {}, On::ops},
+    Entry{"/-/reload", "POST", Route::Kind::reload, {}, On::control},
 };
 
 bool method_listed(std::string_view methods, std::string_view method) {

@@ -30,6 +30,7 @@ struct Route {
         model_info,       // GET /get_model_info
         server_info,      // GET /get_server_info
         metrics,          // GET /metrics (Prometheus)
+        reload,           // POST /-/reload (admin listener only): re-read the config file
         not_found,
         method_not_allowed,
     };

@@ -9,6 +9,8 @@
 #include <functional>
 #include <thread>
 
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 #include <boost/asio/signal_set.hpp>
 
 #include "proxy/backend_probe.hpp"
@@ -49,6 +51,56 @@ int64_t raise_fd_limit(std::string& note) {
     return lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur > static_cast<rlim_t>(kMax)
                ? kMax
                : static_cast<int64_t>(lim.rlim_cur);
+}
+
+// The text of a reload's answer: a JSON document written by `fn` on a RapidJSON writer.
+template <class Fn>
+std::string json_text(Fn&& fn) {
+    rapidjson::StringBuffer buffer;
+    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+    fn(w);
+    return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+template <class W>
+void write_string(W& w, std::string_view s) {
+    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
+// OpenAI's error shape, with the list of errors beside the message (which lists them too).
+std::string reload_error(std::string_view message, std::string_view code,
+                         const std::vector<std::string>& errors) {
+    return json_text([&](auto& w) {
+        w.StartObject();
+        w.Key("error");
+        w.StartObject();
+        w.Key("message");
+        write_string(w, message);
+        w.Key("type");
+        w.String("invalid_request_error");
+        w.Key("param");
+        w.Null();
+        w.Key("code");
+        write_string(w, code);
+        if (!errors.empty()) {
+            w.Key("errors");
+            w.StartArray();
+            for (const auto& e : errors) {
+                write_string(w, e);
+            }
+            w.EndArray();
+        }
+        w.EndObject();
+        w.EndObject();
+    });
+}
+
+std::string joined(const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& i : items) {
+        out += (out.empty() ? "" : ", ") + i;
+    }
+    return out;
 }
 
 // HOST:PORT as a URL writes it: [::1]:30000 for IPv6.
@@ -130,7 +182,9 @@ void Server::log_exposure(const std::vector<tcp::endpoint>& bound,
     }
 }
 
-Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move(config)) {
+Server::Server(std::shared_ptr<const config::Config> config,
+               std::function<config::LoadResult()> reread, std::string config_path)
+    : config_(std::move(config)), reread_(std::move(reread)), config_path_(std::move(config_path)) {
     const int64_t fds = raise_fd_limit(fd_note_);
     connections_ = std::make_unique<ConnectionBudget>();
     // Each client connection may hold an upstream connection too, and the process needs a few
@@ -144,6 +198,7 @@ Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move
         tls_.emplace(net::ssl::context::tls_client);
         tls_->set_default_verify_paths();
         tls_->set_verify_mode(net::ssl::verify_peer);
+        tls_ca_file_ = config_->backend().tls_ca_file;
         if (const std::string& ca = config_->backend().tls_ca_file; !ca.empty()) {
             beast::error_code ec;
             tls_->load_verify_file(ca, ec);
@@ -170,7 +225,147 @@ Server::Server(std::shared_ptr<const config::Config> config) : config_(std::move
         workers_.back()->on_backend_down(
             [this] { net::post(control_, [this] { backend_down(); }); });
         workers_.back()->set_auth(auth_);
+        // POST /-/reload: the reload runs here, on control_; the answer goes back to the worker.
+        workers_.back()->set_reloader([this](std::function<void(Worker::ReloadOutcome)> done) {
+            net::post(control_, [this, done = std::move(done)] {
+                auto r = std::make_shared<ReloadResult>();
+                *r = reload("POST /-/reload", [r, done] {
+                    done(Worker::ReloadOutcome{r->status, std::move(r->body)});
+                });
+            });
+        });
     }
+}
+
+Server::ReloadResult Server::reload(std::string_view trigger, std::function<void()> applied) {
+    // Posted, never called here: the caller has the result by the time it runs.
+    const auto answer_now = [&] { net::post(control_, std::move(applied)); };
+    const std::string why = "reload (" + std::string(trigger) + ")";
+    if (!reread_) {
+        answer_now();
+        log::warn(why +
+                  ": nothing to re-read: infergate was started without --config, from "
+                  "command-line flags; restart it to change them, or start it with "
+                  "--config FILE to reload");
+        return {409, reload_error("infergate was started without --config (its settings are "
+                                  "the command line): there is no config file to re-read; "
+                                  "restart it with new flags, or start it with --config FILE",
+                                  "no_config_file", {})};
+    }
+    config::LoadResult loaded = reread_();
+    if (log::Level level; loaded.config && !log::parse_level(loaded.config->log_level, level)) {
+        // At start main() refuses it; here it is one more error that keeps the running config.
+        loaded.errors.push_back("log_level: must be debug, info, warn or error, got '" +
+                                loaded.config->log_level + "'");
+        loaded.config = nullptr;
+    }
+    if (!loaded.config) {
+        answer_now();
+        metrics_->count_reload(false);
+        log::warn(why + ": " + config_path_ + " has " + std::to_string(loaded.errors.size()) +
+                  " error(s); the running config is kept:");
+        for (const auto& e : loaded.errors) {
+            log::warn("  " + e);
+        }
+        std::string message = "the config file " + config_path_ + " has " +
+                              std::to_string(loaded.errors.size()) +
+                              " error(s); the running config is kept: ";
+        for (size_t i = 0; i < loaded.errors.size(); ++i) {
+            message += (i ? "; " : "") + loaded.errors[i];
+        }
+        return {400, reload_error(message, "invalid_config", loaded.errors)};
+    }
+    const config::ConfigChanges changes = config::diff(*config_, *loaded.config);
+    std::vector<std::string> restart = changes.needs_restart;
+    auto next = std::make_shared<const config::Config>(
+        config::keep_restart_values(*config_, *loaded.config));
+    // An https backend needs the TLS context, made once: the first https backend makes it,
+    // another CA bundle needs a restart (workers' connections use the one in place).
+    if (changes.backend_changed && next->backend().url.tls) {
+        if (!tls_) {
+            net::ssl::context tls(net::ssl::context::tls_client);
+            tls.set_default_verify_paths();
+            tls.set_verify_mode(net::ssl::verify_peer);
+            if (const std::string& ca = next->backend().tls_ca_file; !ca.empty()) {
+                beast::error_code ec;
+                tls.load_verify_file(ca, ec);
+                if (ec) {
+                    answer_now();
+                    const std::string e =
+                        "backends[0].tls_ca_file: cannot load '" + ca + "': " + ec.message();
+                    metrics_->count_reload(false);
+                    log::warn(why + ": " + e + "; the running config is kept");
+                    return {400, reload_error("the config file " + config_path_ +
+                                                  " has 1 error(s); the running config is "
+                                                  "kept: " +
+                                                  e,
+                                              "invalid_config", {e})};
+                }
+            }
+            tls_.emplace(std::move(tls));
+            tls_ca_file_ = next->backend().tls_ca_file;
+        } else if (next->backend().tls_ca_file != tls_ca_file_) {
+            restart.emplace_back("backends[0].tls_ca_file");
+        }
+    }
+    auto auth = std::make_shared<ClientAuth>(next->auth, auth_.get());
+    net::ssl::context* tls = tls_ ? &*tls_ : nullptr;
+    auto pending = std::make_shared<std::atomic<size_t>>(workers_.size());
+    auto last = std::make_shared<std::function<void()>>(std::move(applied));
+    for (auto& w : workers_) {
+        net::post(w->io(), [this, worker = w.get(), next, auth, tls, pending, last,
+                            pool = changes.backend_changed] {
+            worker->apply(next, auth, pool, tls);
+            if (pending->fetch_sub(1) == 1) {
+                net::post(control_, std::move(*last));
+            }
+        });
+    }
+    config_ = next;
+    auth_ = auth;
+    if (log::Level level; log::parse_level(next->log_level, level)) {
+        log::set_level(level);
+    }
+    for (const auto& note : loaded.notes) {
+        log::info(note);
+    }
+    for (const auto& r : restart) {
+        log::warn(why + ": " + r + " changed: it needs a restart (the running value is kept)");
+    }
+    metrics_->count_reload(true);
+    log::info(why + ": " + config_path_ + " applied; " +
+              (changes.applied.empty() ? std::string("nothing else changed")
+                                       : "changed: " + joined(changes.applied)) +
+              (restart.empty() ? std::string() : "; needs a restart: " + joined(restart)));
+    if (changes.backend_identity_changed) {
+        // Another backend (URL, dialect or model): what the old probe learned no longer holds.
+        ++probe_generation_;
+        identified_.clear();
+        if (const auto info = configured_backend()) {
+            metrics_->set_discovered_model(info->served_model);
+            publish(*info);
+        }
+        probing_ = true;
+        net::co_spawn(control_, probe_loop(false), net::detached);
+    }
+    return {200, json_text([&](auto& w) {
+                w.StartObject();
+                w.Key("status");
+                w.String("reloaded");
+                w.Key("changed");
+                w.StartArray();
+                for (const auto& c : changes.applied) {
+                    write_string(w, c);
+                }
+                w.EndArray();
+                w.Key("needs_restart");
+                w.StartArray();
+                for (const auto& r : restart) {
+                    write_string(w, r);
+                }
+                w.EndArray();
+                w.EndObject();
+            })};
 }
 
 Server::~Server() = default;
@@ -197,7 +392,11 @@ std::optional<BackendInfo> Server::configured_backend() const {
 }
 
 Task<void> Server::probe_loop(bool again) {
-    const config::Backend& backend = config_->backend();
+    // Its own reference: a reload may replace config_ while this loop waits.
+    const std::shared_ptr<const config::Config> config = config_;
+    const config::Backend& backend = config->backend();
+    const uint64_t generation = probe_generation_;
+    const auto current = [&] { return generation == probe_generation_ && !shutting_down_; };
     // Configured dialect and model: the workers serve at once (run() gave them the info before
     // listening); the probe only refines the flavour.
     const bool configured_ready = configured_backend().has_value();
@@ -215,11 +414,11 @@ Task<void> Server::probe_loop(bool again) {
         }
     }
     int attempt = 0;
-    while (!shutting_down_) {
+    while (current()) {
         last_probe_start_ = std::chrono::steady_clock::now();
         ProbeResult r = co_await probe_backend(backend, tls_ ? &*tls_ : nullptr);
-        if (shutting_down_) {
-            break;
+        if (!current()) {
+            break;  // shutting down, or a reload changed the backend: its own loop probes it
         }
         if (r.info.ready) {
             if (!backend.model.empty()) {
@@ -255,7 +454,9 @@ Task<void> Server::probe_loop(bool again) {
         timer.expires_after(std::chrono::seconds(1));
         co_await timer.async_wait(use_nothrow);
     }
-    probing_ = false;
+    if (generation == probe_generation_) {
+        probing_ = false;
+    }
 }
 
 void Server::backend_down() {
@@ -331,6 +532,9 @@ std::vector<tcp::endpoint> Server::bind_listeners(const std::string& host, uint1
 }
 
 int Server::run() {
+    // Before anything is printed: a SIGHUP from a script that waits for "listening on" must not
+    // find the default action (terminate). Asio keeps it until the handler below waits.
+    net::signal_set hangup(control_, SIGHUP);
     if (!startup_error_.empty()) {
         log::error(startup_error_);
         return 2;
@@ -396,6 +600,14 @@ int Server::run() {
             l->start();
         }
     }
+    std::function<void(beast::error_code, int)> on_hangup = [&](beast::error_code e, int) {
+        if (e || shutting_down_) {
+            return;
+        }
+        reload("SIGHUP");
+        hangup.async_wait(on_hangup);
+    };
+    hangup.async_wait(on_hangup);
     net::signal_set signals(control_, SIGINT, SIGTERM);
     Timer grace(control_);
     std::function<void(beast::error_code, int)> on_signal = [&](beast::error_code e, int) {
@@ -408,6 +620,7 @@ int Server::run() {
             return;
         }
         shutdown();
+        hangup.cancel();
         grace.expires_after(std::chrono::milliseconds(config_->shutdown_grace_ms));
         grace.async_wait([this](beast::error_code te) {
             if (!te) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,7 +22,10 @@ enum class ListenerKind : uint8_t;  // router.hpp
 
 class Server {
 public:
-    explicit Server(std::shared_ptr<const config::Config> config);
+    // `reread`: loads the config again as at start (the --config file, with the command line's
+    // overrides) for a reload; empty for a config-free start, which has nothing to re-read.
+    explicit Server(std::shared_ptr<const config::Config> config,
+                    std::function<config::LoadResult()> reread = {}, std::string config_path = {});
     ~Server();
 
     // Binds, prints "listening on HOST:PORT" to stdout, serves until SIGINT/SIGTERM. Returns
@@ -37,6 +41,15 @@ private:
     // On control_: a worker's report that the backend refused a connection.
     void backend_down();
     void publish(const struct BackendInfo& info);
+    // SIGHUP or POST /-/reload (`trigger` says which, for the log): re-reads and validates the
+    // config and swaps it on every worker; a config with errors changes nothing. On control_.
+    struct ReloadResult {
+        int status = 200;
+        std::string body;
+    };
+    // `applied` is posted to control_ once every worker runs the new config (at once when
+    // nothing changed hands): POST /-/reload answers then, so its next request sees it.
+    ReloadResult reload(std::string_view trigger, std::function<void()> applied = [] {});
     void shutdown();
     // The addresses to listen on: `host` if an IP, or every address the name resolves to.
     std::vector<net::ip::address> listen_addresses(const std::string& host, beast::error_code& ec);
@@ -50,6 +63,11 @@ private:
                       const std::vector<tcp::endpoint>& admin) const;
 
     std::shared_ptr<const config::Config> config_;
+    std::function<config::LoadResult()> reread_;
+    std::string config_path_;
+    std::string tls_ca_file_;  // the CA bundle tls_ was made with
+    // Bumped when a reload changes what the backend is: an older probe loop stops.
+    uint64_t probe_generation_ = 0;
     std::unique_ptr<class Metrics> metrics_;
     std::shared_ptr<class ClientAuth> auth_;  // client keys, shared by the workers
     std::unique_ptr<struct ConnectionBudget> connections_;

@@ -161,7 +161,6 @@ beast::error_code Session::parse_buffered(ClientRequestParser& parser, bool body
 }
 
 Task<void> Session::run(std::shared_ptr<Session> self) {
-    const config::Config& cfg = worker_.config();
     if (refuse_) {
         idle_ = false;
         co_await reject(http::status::service_unavailable,
@@ -182,6 +181,10 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
         if (worker_.stopping()) {
             break;
         }
+        // Each request reads the limits of the config running when it began (a reload may
+        // replace the worker's while this one is read).
+        const std::shared_ptr<const config::Config> snapshot = worker_.config_ptr();
+        const config::Config& cfg = *snapshot;
         ClientRequestParser parser;
         parser.body_limit(cfg.max_body_bytes);
         parser.header_limit(cfg.max_header_bytes);

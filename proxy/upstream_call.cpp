@@ -60,9 +60,20 @@ struct UpstreamCall::State {
     std::optional<KeptHeaders> headers;
 };
 
-UpstreamCall::UpstreamCall(Worker& worker, DisconnectWatch& watch, RequestMeter& meter,
+UpstreamCall::UpstreamCall(Worker& worker, UpstreamPool& pool, const ClientAuth* auth,
+                           DisconnectWatch& watch, RequestMeter& meter,
                            const ClientRequest& request, const std::string& request_id)
-    : worker_(worker), watch_(watch), meter_(meter), request_(request), request_id_(request_id) {}
+    : worker_(worker),
+      pool_(pool),
+      auth_(auth),
+      watch_(watch),
+      meter_(meter),
+      request_(request),
+      request_id_(request_id) {}
+
+const config::Backend& UpstreamCall::backend() const {
+    return pool_.backend();
+}
 
 UpstreamCall::~UpstreamCall() {
     abandon();
@@ -108,7 +119,7 @@ bool UpstreamCall::client_left() {
 }
 
 canonical::Error UpstreamCall::failure(beast::error_code ec, std::string_view stage) {
-    const config::Backend& b = worker_.pool().backend();
+    const config::Backend& b = pool_.backend();
     meter_.failure().stage = stage;
     meter_.failure().backend = b.url.text();  // the operator's line; never the client's body
     canonical::Error e;
@@ -163,14 +174,14 @@ canonical::Error UpstreamCall::failure(beast::error_code ec, std::string_view st
 
 Task<bool> UpstreamCall::open(http::verb verb, std::string target, std::string body,
                               bool stream) {
-    const config::Backend& b = worker_.pool().backend();
+    const config::Backend& b = pool_.backend();
     if (verb != http::verb::post) {
         body.clear();
     }
     const std::string head =
         upstream_request_head(request_, verb, target, body.size(), stream, b,
                               translators::backend_headers(worker_.backend().dialect), request_id_,
-                              worker_.auth() != nullptr && worker_.auth()->enabled());
+                              auth_ != nullptr && auth_->enabled());
     // Default-initialised on purpose: make_unique would value-initialise, zeroing the 16 KiB
     // read buffer on every request.
     state_.reset(new State);
@@ -183,7 +194,7 @@ Task<bool> UpstreamCall::open(http::verb verb, std::string target, std::string b
         const auto connect_start = std::chrono::steady_clock::now();
         {
             RequestMeter::WaitTimer wait{meter_};
-            state_->conn = co_await worker_.pool().acquire(ec, reused, attempt > 0);
+            state_->conn = co_await pool_.acquire(ec, reused, attempt > 0);
         }
         if (!ec && !reused) {
             meter_.note_connect(std::chrono::steady_clock::now() - connect_start);
@@ -260,7 +271,7 @@ Task<beast::error_code> UpstreamCall::read_some(std::string_view& out) {
     out = {};
     auto& parser = *state_->parser;
     UpstreamConnection& conn = *state_->conn;
-    const config::Backend& b = worker_.pool().backend();
+    const config::Backend& b = pool_.backend();
     RequestMeter::WaitTimer wait{meter_};
     while (!parser.is_done()) {
         parser.set_output(state_->buf.data(), state_->buf.size());
@@ -306,7 +317,7 @@ void UpstreamCall::release(bool reusable) {
     }
     if (reusable && state_->parser && state_->parser->is_done() &&
         state_->parser->keep_alive()) {
-        worker_.pool().release(std::move(state_->conn));
+        pool_.release(std::move(state_->conn));
     } else {
         state_->conn->close();
         state_->conn.reset();

@@ -20,10 +20,16 @@
 
 namespace infergate {
 
+namespace config {
+struct Backend;
+}  // namespace config
+
 class ClientRequest;
 class DisconnectWatch;
 class RequestMeter;
+class ClientAuth;
 class UpstreamConnection;
+class UpstreamPool;
 class Worker;
 
 // How error bodies name a backend: "the backend", or "the backend 'gpu'" for a named one; never
@@ -33,9 +39,10 @@ std::string backend_name(const config::Backend& backend);
 class UpstreamCall {
 public:
     // `request`: the client's, whose end-to-end headers go upstream; `watch`: the session's,
-    // which sees a client that leaves while the backend works.
-    UpstreamCall(Worker& worker, DisconnectWatch& watch, RequestMeter& meter,
-                 const ClientRequest& request, const std::string& request_id);
+    // which sees a client that leaves while the backend works. `pool` and `auth`: the
+    // exchange's (the config it started with; auth null without client keys).
+    UpstreamCall(Worker& worker, UpstreamPool& pool, const ClientAuth* auth, DisconnectWatch& watch,
+                 RequestMeter& meter, const ClientRequest& request, const std::string& request_id);
     ~UpstreamCall();  // an unfinished call's connection is closed (the backend stops)
     UpstreamCall(const UpstreamCall&) = delete;
     UpstreamCall& operator=(const UpstreamCall&) = delete;
@@ -44,6 +51,8 @@ public:
     // why as the client should hear it, or the client left (client_left()).
     Task<bool> open(http::verb verb, std::string target, std::string body, bool stream);
     const canonical::Error& error() const { return error_; }
+    // The backend as the exchange's config has it.
+    const config::Backend& backend() const;
 
     // The response head (after open() succeeded).
     int status() const;
@@ -75,6 +84,8 @@ private:
     std::chrono::milliseconds op_timeout(int64_t configured_ms) const;
 
     Worker& worker_;
+    UpstreamPool& pool_;
+    const ClientAuth* auth_;
     DisconnectWatch& watch_;
     RequestMeter& meter_;
     const ClientRequest& request_;

@@ -73,11 +73,11 @@ bool quiet(UpstreamConnection& c) {
 
 }  // namespace
 
-UpstreamPool::UpstreamPool(Executor executor, Deadlines& deadlines, const config::Backend& backend,
+UpstreamPool::UpstreamPool(Executor executor, Deadlines& deadlines, config::Backend backend,
                            net::ssl::context* tls)
     : executor_(executor),
       deadlines_(deadlines),
-      backend_(backend),
+      backend_(std::move(backend)),
       tls_(tls),
       resolver_(executor) {}
 
@@ -122,12 +122,20 @@ void UpstreamPool::release(std::unique_ptr<UpstreamConnection> connection) {
         connection->close();
         return;
     }
-    if (static_cast<int>(idle_.size()) >= backend_.max_idle_connections) {
+    if (retired_ || static_cast<int>(idle_.size()) >= backend_.max_idle_connections) {
         connection->close();
         return;
     }
     connection->deadline().disarm();
     idle_.push_back(std::move(connection));
+}
+
+void UpstreamPool::retire() {
+    retired_ = true;
+    for (auto& c : idle_) {
+        c->close();
+    }
+    idle_.clear();
 }
 
 }  // namespace infergate

@@ -1,6 +1,7 @@
 #pragma once
 // Keep-alive connections to one backend. One UpstreamPool per worker thread and backend, touched
-// only from that worker's io_context: no locks.
+// only from that worker's io_context: no locks. Held by shared_ptr: a reload that changes the
+// backend gives the worker a new pool while requests in flight finish on the old one.
 
 #include <chrono>
 #include <memory>
@@ -50,7 +51,7 @@ private:
 
 class UpstreamPool {
 public:
-    UpstreamPool(Executor executor, Deadlines& deadlines, const config::Backend& backend,
+    UpstreamPool(Executor executor, Deadlines& deadlines, config::Backend backend,
                  net::ssl::context* tls);
 
     // An idle keep-alive connection the backend has not closed, or a new one. `error` is set
@@ -64,12 +65,16 @@ public:
     void release(std::unique_ptr<UpstreamConnection> connection);
 
     const config::Backend& backend() const { return backend_; }
+    // Replaced by a reload: the idle connections close now, and the busy ones when they are
+    // released (nothing new is pooled).
+    void retire();
 
 private:
     Executor executor_;
     Deadlines& deadlines_;
-    const config::Backend& backend_;
+    const config::Backend backend_;  // a copy: a reload frees the Config it came from
     net::ssl::context* tls_;
+    bool retired_ = false;
     Resolver resolver_;
     std::optional<Resolver::results_type> endpoints_;  // resolved once, again on failure
     std::vector<std::unique_ptr<UpstreamConnection>> idle_;

@@ -6,27 +6,70 @@
 
 namespace infergate {
 
+namespace {
+
+// The deadline tick for the config's timeouts (Deadlines::tick_for of the shortest).
+std::chrono::milliseconds deadline_tick(const config::Config& c) {
+    const config::Timeouts& t = c.backend().timeouts;
+    int64_t shortest = std::min({t.connect_ms, t.first_byte_ms, t.idle_ms, c.client_idle_ms,
+                                 c.client_header_ms, c.client_body_ms});
+    if (t.total_ms > 0) {
+        shortest = std::min(shortest, t.total_ms);
+    }
+    return Deadlines::tick_for(std::chrono::milliseconds(shortest));
+}
+
+}  // namespace
+
 Worker::Worker(int index, std::shared_ptr<const config::Config> config, net::ssl::context* tls,
                Metrics& metrics, int access_log_fd, ConnectionBudget& connections)
     : index_(index),
       config_(std::move(config)),
-      pool_(io_.get_executor(), deadlines_, config_->backend(),
-            config_->backend().url.tls ? tls : nullptr),
+      tls_(tls),
+      pool_(std::make_shared<UpstreamPool>(io_.get_executor(), deadlines_, config_->backend(),
+                                           config_->backend().url.tls ? tls : nullptr)),
       metrics_(metrics),
       access_log_fd_(access_log_fd),
       rng_(std::random_device{}() ^ (static_cast<uint64_t>(index) << 32)),
       connections_(connections) {
-    const config::Timeouts& t = config_->backend().timeouts;
-    int64_t shortest = std::min({t.connect_ms, t.first_byte_ms, t.idle_ms, config_->client_idle_ms,
-                                 config_->client_header_ms, config_->client_body_ms});
-    if (t.total_ms > 0) {
-        shortest = std::min(shortest, t.total_ms);
-    }
-    deadlines_.start(io_.get_executor(), Deadlines::tick_for(std::chrono::milliseconds(shortest)));
+    deadlines_.start(io_.get_executor(), deadline_tick(*config_));
 }
 
 Worker::~Worker() {
     deadlines_.stop();
+}
+
+void Worker::apply(std::shared_ptr<const config::Config> config, std::shared_ptr<ClientAuth> auth,
+                   bool new_pool, net::ssl::context* tls) {
+    config_ = std::move(config);
+    auth_ = std::move(auth);
+    // Shorter timeouts need a finer tick (requests in flight keep theirs, a tick late at most).
+    deadlines_.set_tick(std::min(deadlines_.tick(), deadline_tick(*config_)));
+    if (new_pool) {
+        tls_ = tls;
+        pool_->retire();
+        pool_ = std::make_shared<UpstreamPool>(io_.get_executor(), deadlines_, config_->backend(),
+                                               config_->backend().url.tls ? tls_ : nullptr);
+    }
+}
+
+Task<Worker::ReloadOutcome> Worker::reload() {
+    if (!reloader_) {
+        co_return ReloadOutcome{409, R"({"error":{"message":"this worker cannot reload","type":)"
+                                     R"("invalid_request_error","param":null,"code":null}})"};
+    }
+    // The reload runs on the server's thread; its outcome is posted back to this one.
+    co_return co_await net::async_initiate<const net::use_awaitable_t<Executor>&,
+                                           void(ReloadOutcome)>(
+        [this](auto handler) {
+            auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+            reloader_([this, shared](ReloadOutcome outcome) {
+                net::post(io_, [shared, outcome = std::move(outcome)]() mutable {
+                    (*shared)(std::move(outcome));
+                });
+            });
+        },
+        net::use_awaitable_t<Executor>{});
 }
 
 std::string Worker::random_hex(size_t chars) {

@@ -52,8 +52,13 @@ public:
     int index() const { return index_; }
     net::io_context& io() { return io_; }
     Deadlines& deadlines() { return deadlines_; }
+    // The running config, pool and client keys; a reload replaces them (apply()). An exchange
+    // copies the shared_ptrs at its start and reads only its copies: it finishes on the config
+    // it started with.
     const config::Config& config() const { return *config_; }
-    UpstreamPool& pool() { return pool_; }
+    const std::shared_ptr<const config::Config>& config_ptr() const { return config_; }
+    UpstreamPool& pool() { return *pool_; }
+    const std::shared_ptr<UpstreamPool>& pool_ptr() const { return pool_; }
     WorkerMetrics& metrics() { return metrics_.worker(index_); }
     Metrics& metrics_registry() { return metrics_; }
     int access_log_fd() const { return access_log_fd_; }  // -1: access log off
@@ -68,7 +73,23 @@ public:
 
     // Client keys (null or disabled: none configured). Shared by every worker.
     ClientAuth* auth() const { return auth_.get(); }
+    const std::shared_ptr<ClientAuth>& auth_ptr() const { return auth_; }
     void set_auth(std::shared_ptr<ClientAuth> auth) { auth_ = std::move(auth); }
+
+    // A reload (on this worker's thread, posted by the server): the new config and keys;
+    // `new_pool`: the backend changed, so its pool is replaced and the old one retired (`tls`:
+    // the context for an https backend, made by the server when the first one appears).
+    void apply(std::shared_ptr<const config::Config> config, std::shared_ptr<ClientAuth> auth,
+               bool new_pool, net::ssl::context* tls);
+
+    // POST /-/reload: runs the reload on the server's thread and resumes with its outcome.
+    struct ReloadOutcome {
+        int status = 200;  // 200, 400 (the file has errors), 409 (no file to re-read)
+        std::string body;  // JSON: what changed, or the errors (OpenAI's error shape)
+    };
+    using Reloader = std::function<void(std::function<void(ReloadOutcome)>)>;
+    void set_reloader(Reloader fn) { reloader_ = std::move(fn); }
+    Task<ReloadOutcome> reload();
 
     // Random hex ids (request ids, completion ids). Per-worker generator: no shared state.
     std::string random_hex(size_t chars);
@@ -96,7 +117,9 @@ private:
     // threads still go through the scheduler's lock).
     net::io_context io_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
     std::shared_ptr<const config::Config> config_;
-    UpstreamPool pool_;
+    net::ssl::context* tls_;
+    std::shared_ptr<UpstreamPool> pool_;
+    Reloader reloader_;
     Metrics& metrics_;
     int access_log_fd_;
     BackendInfo backend_;

@@ -88,4 +88,33 @@ TEST_CASE("the scrape counts requests by key name and refusals by reason") {
     CHECK(ClientAuth(config::Auth{}).render().empty());
 }
 
+TEST_CASE("a reload keeps each key's counts and generations in flight by name") {
+    ClientAuth before(keys());
+    int retry = 0;
+    before.count_request(0);
+    before.count_refusal(ClientAuth::Refusal::missing);
+    REQUIRE(before.admit(1, retry) == ClientAuth::Admission::ok);  // team-b: one in flight
+    config::Auth next = keys();
+    next.keys[1].key = "sk-bbbbbbbbbbbb-rotated";  // same name, new key
+    next.keys.erase(next.keys.begin());            // team-a removed
+    next.keys.push_back({"team-c", "sk-cccccccccccc", 0, 0});
+    ClientAuth after(next, &before);
+    // team-b's generation admitted before the reload still counts against max_concurrent 1.
+    CHECK(after.admit(0, retry) == ClientAuth::Admission::too_many_in_flight);
+    before.release(1);  // it ends, released where it was admitted
+    CHECK(after.admit(0, retry) == ClientAuth::Admission::ok);
+    CHECK(after.find("sk-bbbbbbbbbbbb") == -1);
+    CHECK(after.find("sk-bbbbbbbbbbbb-rotated") == 0);
+    CHECK(after.find("sk-aaaaaaaaaaaa") == -1);
+    after.count_request(1);
+    const std::string text = after.render();
+    CHECK(text.find(
+              "infergate_client_key_limited_total{key=\"team-b\",limit=\"max_concurrent\"} 1\n") !=
+          std::string::npos);
+    CHECK(text.find("infergate_client_key_requests_total{key=\"team-c\"} 1\n") !=
+          std::string::npos);
+    CHECK(text.find("team-a") == std::string::npos);
+    CHECK(text.find("infergate_auth_failures_total{reason=\"missing\"} 1\n") != std::string::npos);
+}
+
 }  // namespace infergate

@@ -127,5 +127,22 @@ TEST_CASE("with an admin listener, the ops routes are served there only") {
     CHECK(match_route("GET", "/v1/models", admin).kind == Route::Kind::not_found);
     CHECK(match_route("GET", "/v1/models/m", admin).kind == Route::Kind::not_found);
     CHECK(route_list(admin) ==
-          "GET /health, GET /health_generate, GET /get_server_info, GET /metrics");
+          "GET /health, GET /health_generate, GET /get_server_info, "
+          "GET /metrics, POST /-/reload");
+}
+
+TEST_CASE("POST /-/reload is served on the admin listener only, never on a combined one") {
+    using infergate::ListenerKind;
+    using infergate::route_list;
+    CHECK(match_route("POST", "/-/reload", ListenerKind::admin).kind == Route::Kind::reload);
+    const auto get = match_route("GET", "/-/reload", ListenerKind::admin);
+    CHECK(get.kind == Route::Kind::method_not_allowed);
+    CHECK(get.allow == "POST");
+    // Without admin_listen, whoever reaches the public port could make the proxy re-read its
+    // files: SIGHUP reloads instead.
+    for (const auto kind : {ListenerKind::combined, ListenerKind::public_api}) {
+        CHECK(match_route("POST", "/-/reload", kind).kind == Route::Kind::not_found);
+        CHECK(match_route("GET", "/-/reload", kind).kind == Route::Kind::not_found);
+        CHECK(route_list(kind).find("reload") == std::string::npos);
+    }
 }

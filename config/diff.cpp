@@ -1,0 +1,66 @@
+// The difference between two configs, for a reload (config.hpp: ConfigChanges).
+
+#include "config/config.hpp"
+
+namespace infergate::config {
+
+ConfigChanges diff(const Config& running, const Config& next) {
+    ConfigChanges c;
+    const auto restart = [&](bool differs, const char* path) {
+        if (differs) {
+            c.needs_restart.emplace_back(path);
+        }
+    };
+    restart(running.listen_host != next.listen_host || running.listen_port != next.listen_port,
+            "listen");
+    restart(running.admin_host != next.admin_host || running.admin_port != next.admin_port,
+            "admin_listen");
+    restart(running.threads != next.threads, "threads");
+    restart(running.access_log != next.access_log, "access_log");
+    restart(running.max_connections != next.max_connections, "limits.max_connections");
+
+    const auto applied = [&](bool differs, const char* path) {
+        if (differs) {
+            c.applied.emplace_back(path);
+        }
+    };
+    // One backend until routing across backends exists: compared whole, as the pool sees it.
+    const bool same_count = running.backends.size() == next.backends.size();
+    for (size_t i = 0; i < next.backends.size(); ++i) {
+        const Backend& b = next.backends[i];
+        if (same_count && running.backends[i] == b) {
+            continue;
+        }
+        c.applied.push_back("backends[" + std::to_string(i) + "]");
+        c.backend_changed = true;
+        if (!same_count || !(running.backends[i].url == b.url) ||
+            running.backends[i].dialect != b.dialect || running.backends[i].model != b.model) {
+            c.backend_identity_changed = true;
+        }
+    }
+    applied(running.aliases != next.aliases, "models.aliases");
+    applied(running.auth.keys_file != next.auth.keys_file ||
+                running.auth.keys_env != next.auth.keys_env || running.auth.keys != next.auth.keys,
+            "auth");
+    applied(running.max_body_bytes != next.max_body_bytes, "limits.max_body_bytes");
+    applied(running.max_header_bytes != next.max_header_bytes, "limits.max_header_bytes");
+    applied(running.client_idle_ms != next.client_idle_ms, "client_idle_ms");
+    applied(running.client_header_ms != next.client_header_ms, "client_header_ms");
+    applied(running.client_body_ms != next.client_body_ms, "client_body_ms");
+    applied(running.shutdown_grace_ms != next.shutdown_grace_ms, "shutdown_grace_ms");
+    applied(running.log_level != next.log_level, "log_level");
+    return c;
+}
+
+Config keep_restart_values(const Config& running, Config next) {
+    next.listen_host = running.listen_host;
+    next.listen_port = running.listen_port;
+    next.admin_host = running.admin_host;
+    next.admin_port = running.admin_port;
+    next.threads = running.threads;
+    next.access_log = running.access_log;
+    next.max_connections = running.max_connections;
+    return next;
+}
+
+}  // namespace infergate::config
