@@ -157,8 +157,11 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
         // The probe's detail names URLs: the client gets it without the backend's address.
         const std::string url = pool_->backend().url.text();
         std::string detail = info.detail;
+        // "GET http://h:8000/v1/models" becomes "GET /v1/models"; "serves http://h:8000"
+        // becomes "serves the backend".
         for (size_t at = detail.find(url); at != std::string::npos; at = detail.find(url, at)) {
-            detail.erase(at, url.size());
+            const bool path_follows = at + url.size() < detail.size() && detail[at + url.size()] == '/';
+            detail.replace(at, url.size(), path_follows ? "" : "the backend");
         }
         meter_.failure().backend = url;
         e.message =
