@@ -16,6 +16,9 @@
 
 namespace infergate {
 
+// HOST:PORT as a URL writes it: [::1]:30000 for IPv6.
+std::string net_text(const tcp::endpoint& e);
+
 class Worker;
 class Listener;
 enum class ListenerKind : uint8_t;  // router.hpp
