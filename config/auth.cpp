@@ -33,8 +33,9 @@ std::optional<std::string> bad_key(std::string_view key) {
     for (const char ch : key) {
         const auto u = static_cast<unsigned char>(ch);
         if (u <= 0x20 || u == 0x7f || ch == ',') {
-            return std::string("a key holds a space, a comma or a control character, which no "
-                               "client can send in a header");
+            return std::string(
+                "a key holds a space, a comma or a control character, which no "
+                "client can send in a header");
         }
     }
     return std::nullopt;

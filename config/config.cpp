@@ -131,7 +131,8 @@ std::vector<std::string> validate(const Config& c) {
         // Both bind with SO_REUSEPORT: the kernel would spread connections across both.
         errors.push_back("admin_listen: port " + std::to_string(c.admin_port) +
                          " is the public listener's (listen); give the admin listener its own "
-                         "port, e.g. 127.0.0.1:" + std::to_string(c.listen_port + 1));
+                         "port, e.g. 127.0.0.1:" +
+                         std::to_string(c.listen_port + 1));
     }
     if (c.max_connections < 0) {
         errors.push_back(

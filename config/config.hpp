@@ -84,7 +84,7 @@ struct Alias {
 // A key clients must present (auth:). Keys come from a file or an environment variable, never
 // from the config itself (docs/security.md).
 struct ClientKey {
-    std::string name;        // its label in the metrics and the access log; never the key
+    std::string name;  // its label in the metrics and the access log; never the key
     std::string key;
     double rps = 0;          // requests per second (a burst of up to one second's worth); 0: none
     int max_concurrent = 0;  // generations in flight at once; 0: no limit

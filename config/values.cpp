@@ -9,14 +9,22 @@ namespace infergate::config {
 
 std::string_view to_string(BackendDialect d) {
     switch (d) {
-        case BackendDialect::auto_detect: return "auto";
-        case BackendDialect::openai: return "openai";
-        case BackendDialect::sglang: return "sglang";
-        case BackendDialect::tgi: return "tgi";
-        case BackendDialect::ollama: return "ollama";
-        case BackendDialect::llamacpp: return "llamacpp";
-        case BackendDialect::vllm_legacy: return "vllm_legacy";
-        case BackendDialect::anthropic: return "anthropic";
+        case BackendDialect::auto_detect:
+            return "auto";
+        case BackendDialect::openai:
+            return "openai";
+        case BackendDialect::sglang:
+            return "sglang";
+        case BackendDialect::tgi:
+            return "tgi";
+        case BackendDialect::ollama:
+            return "ollama";
+        case BackendDialect::llamacpp:
+            return "llamacpp";
+        case BackendDialect::vllm_legacy:
+            return "vllm_legacy";
+        case BackendDialect::anthropic:
+            return "anthropic";
     }
     return "auto";
 }
@@ -130,7 +138,6 @@ std::string percent_decode(std::string_view s) {
     }
     return out;
 }
-
 
 std::optional<Url> parse_url(std::string_view raw, std::string& error, std::string* note) {
     Url url;

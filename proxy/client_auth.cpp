@@ -82,7 +82,8 @@ int ClientAuth::find(std::string_view presented) const {
     const auto digest = sha256(presented);
     int found = -1;
     for (size_t i = 0; i < keys_.size(); ++i) {
-        const bool equal = CRYPTO_memcmp(digest.data(), keys_[i]->digest.data(), digest.size()) == 0;
+        const bool equal =
+            CRYPTO_memcmp(digest.data(), keys_[i]->digest.data(), digest.size()) == 0;
         found = equal ? static_cast<int>(i) : found;
     }
     return found;
@@ -138,15 +139,17 @@ std::string ClientAuth::render() const {
     if (keys_.empty()) {
         return out;
     }
-    out += "# HELP infergate_client_key_requests_total Requests that presented a valid client key, "
-           "by the key's configured name.\n# TYPE infergate_client_key_requests_total counter\n";
+    out +=
+        "# HELP infergate_client_key_requests_total Requests that presented a valid client key, "
+        "by the key's configured name.\n# TYPE infergate_client_key_requests_total counter\n";
     for (const auto& k : keys_) {
         out += "infergate_client_key_requests_total{key=\"";
         append_escaped(out, k->name);
         out += "\"} " + std::to_string(k->counts->requests.load(std::memory_order_relaxed)) + "\n";
     }
-    out += "# HELP infergate_client_key_limited_total Generations refused with 429 by a key's "
-           "limit (rps or max_concurrent).\n# TYPE infergate_client_key_limited_total counter\n";
+    out +=
+        "# HELP infergate_client_key_limited_total Generations refused with 429 by a key's "
+        "limit (rps or max_concurrent).\n# TYPE infergate_client_key_limited_total counter\n";
     for (const auto& k : keys_) {
         for (const auto& [limit, v] : {std::pair{"rps", &k->counts->rate_limited},
                                        {"max_concurrent", &k->counts->concurrency_limited}}) {
@@ -156,8 +159,9 @@ std::string ClientAuth::render() const {
                    std::to_string(v->load(std::memory_order_relaxed)) + "\n";
         }
     }
-    out += "# HELP infergate_auth_failures_total Requests refused with 401: no key, or a key that "
-           "is not configured.\n# TYPE infergate_auth_failures_total counter\n";
+    out +=
+        "# HELP infergate_auth_failures_total Requests refused with 401: no key, or a key that "
+        "is not configured.\n# TYPE infergate_auth_failures_total counter\n";
     out += "infergate_auth_failures_total{reason=\"missing\"} " +
            std::to_string((*refusals_)[0].load(std::memory_order_relaxed)) + "\n";
     out += "infergate_auth_failures_total{reason=\"invalid\"} " +

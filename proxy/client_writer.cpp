@@ -142,7 +142,8 @@ Task<bool> ClientWriter::end_stream() {
     }
     RequestMeter::WaitTimer wait{meter_};
     arm();
-    auto [ec, n] = co_await net::async_write(client_, net::const_buffer("0\r\n\r\n", 5), use_nothrow);
+    auto [ec, n] =
+        co_await net::async_write(client_, net::const_buffer("0\r\n\r\n", 5), use_nothrow);
     co_return settled(ec);
 }
 

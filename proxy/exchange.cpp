@@ -51,7 +51,8 @@ Task<bool> Exchange::dispatch() {
     }
     switch (route.kind) {
         case Route::Kind::metrics: co_return co_await serve_metrics();
-        case Route::Kind::reload: co_return co_await reload();
+        case Route::Kind::reload:
+            co_return co_await reload();
         case Route::Kind::generate: co_return co_await generate(route.dialect, route.path);
         case Route::Kind::generate_by_body: co_return co_await generate_by_body(route.path);
         case Route::Kind::root: co_return co_await root();
@@ -160,7 +161,8 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
         // "GET http://h:8000/v1/models" becomes "GET /v1/models"; "serves http://h:8000"
         // becomes "serves the backend".
         for (size_t at = detail.find(url); at != std::string::npos; at = detail.find(url, at)) {
-            const bool path_follows = at + url.size() < detail.size() && detail[at + url.size()] == '/';
+            const bool path_follows =
+                at + url.size() < detail.size() && detail[at + url.size()] == '/';
             detail.replace(at, url.size(), path_follows ? "" : "the backend");
         }
         meter_.failure().backend = url;
@@ -189,9 +191,8 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
             req.request_ids.push_back(worker_.random_hex(32));
         }
     }
-    Generation g{worker_, request_,       client_, upstream_,          meter_,
-                 front,   back,           req,     plan,               upstream_model(req),
-                 client_model(req)};
+    Generation g{worker_, request_, client_, upstream_,           meter_,           front,
+                 back,    req,      plan,    upstream_model(req), client_model(req)};
     watch_.start();
     // if/else, never a conditional inside the co_await: GCC 12 destroys its temporary twice.
     if (req.stream && plan.fast_path) {

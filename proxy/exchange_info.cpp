@@ -1,5 +1,5 @@
-// Exchange: the info routes (models, health, SGLang's model/server info, /metrics). What they show is
-// gathered once, in catalogue(); the bodies come from each dialect's encoder
+// Exchange: the info routes (models, health, SGLang's model/server info, /metrics). What they show
+// is gathered once, in catalogue(); the bodies come from each dialect's encoder
 // (translators/<dialect>/info.hpp, through translators/info.hpp).
 #include "proxy/client_auth.hpp"
 #include "proxy/exchange.hpp"
@@ -114,8 +114,7 @@ Task<bool> Exchange::relay_get(std::string_view path, const translators::Codec& 
     const auto ec = co_await upstream_.read_body(body);
     upstream_.release(!ec);
     if (ec) {
-        co_return co_await client_.send_error(codec,
-                                              upstream_.failure(ec, "reading the response"));
+        co_return co_await client_.send_error(codec, upstream_.failure(ec, "reading the response"));
     }
     const std::string_view ctype = upstream_.content_type();
     co_return co_await client_.send(static_cast<http::status>(upstream_.status()), std::move(body),

@@ -15,7 +15,7 @@ Task<bool> Exchange::root() {
     }
     // Ollama's liveness answer (GET and HEAD); TGI's GET / health check reads only the status.
     co_return co_await client_.send(http::status::ok, std::string(translators::ollama::kRootBody),
-                            translators::ollama::kRootContentType);
+                                    translators::ollama::kRootContentType);
 }
 
 Task<bool> Exchange::ollama_tags(bool running) {
@@ -36,8 +36,8 @@ Task<bool> Exchange::ollama_show() {
     auto body = translators::ollama::encode_show(catalogue(), request_.body());
     if (!body) {
         meter_.set_outcome(Outcome::rejected);
-        co_return co_await client_.send_error(translators::codec_for(canonical::Dialect::ollama_chat),
-                                      body.error());
+        co_return co_await client_.send_error(
+            translators::codec_for(canonical::Dialect::ollama_chat), body.error());
     }
     co_return co_await client_.send(http::status::ok, std::move(body.value()));
 }
@@ -69,7 +69,7 @@ Task<bool> Exchange::anthropic_models(std::string_view id) {
     if (!body) {
         meter_.set_outcome(Outcome::rejected);
         co_return co_await client_.send_error(translators::codec_for(canonical::Dialect::anthropic),
-                                      body.error());
+                                              body.error());
     }
     co_return co_await client_.send(http::status::ok, std::move(body.value()));
 }

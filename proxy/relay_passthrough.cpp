@@ -19,7 +19,7 @@ public:
     explicit PassThroughStream(Generation& g)
         : StreamRelay(g),
           edits_(g.plan, g.upstream_model != g.client_model ? g.client_model : std::string(),
-                  g.plan.rewrite_ids ? enc_.id : std::string()) {}
+                 g.plan.rewrite_ids ? enc_.id : std::string()) {}
 
 private:
     bool relay(framing::SseEvent& ev) override {

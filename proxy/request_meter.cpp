@@ -26,13 +26,20 @@ void append_quoted(std::string& out, std::string_view text) {
 
 OutcomeLabel outcome_label(Outcome o) {
     switch (o) {
-        case Outcome::ok: return OutcomeLabel::ok;
-        case Outcome::client_disconnect: return OutcomeLabel::client_disconnect;
-        case Outcome::upstream_error: return OutcomeLabel::upstream_error;
-        case Outcome::inband_error: return OutcomeLabel::inband_error;
-        case Outcome::truncated: return OutcomeLabel::truncated;
-        case Outcome::timeout: return OutcomeLabel::timeout;
-        case Outcome::rejected: return OutcomeLabel::rejected;
+        case Outcome::ok:
+            return OutcomeLabel::ok;
+        case Outcome::client_disconnect:
+            return OutcomeLabel::client_disconnect;
+        case Outcome::upstream_error:
+            return OutcomeLabel::upstream_error;
+        case Outcome::inband_error:
+            return OutcomeLabel::inband_error;
+        case Outcome::truncated:
+            return OutcomeLabel::truncated;
+        case Outcome::timeout:
+            return OutcomeLabel::timeout;
+        case Outcome::rejected:
+            return OutcomeLabel::rejected;
     }
     return OutcomeLabel::ok;
 }
@@ -68,13 +75,20 @@ double seconds(std::chrono::steady_clock::duration d) {
 
 std::string_view to_string(Outcome o) {
     switch (o) {
-        case Outcome::ok: return "ok";
-        case Outcome::client_disconnect: return "client_disconnect";
-        case Outcome::upstream_error: return "upstream_error";
-        case Outcome::inband_error: return "inband_error";
-        case Outcome::truncated: return "truncated";
-        case Outcome::timeout: return "timeout";
-        case Outcome::rejected: return "rejected";
+        case Outcome::ok:
+            return "ok";
+        case Outcome::client_disconnect:
+            return "client_disconnect";
+        case Outcome::upstream_error:
+            return "upstream_error";
+        case Outcome::inband_error:
+            return "inband_error";
+        case Outcome::truncated:
+            return "truncated";
+        case Outcome::timeout:
+            return "timeout";
+        case Outcome::rejected:
+            return "rejected";
     }
     return "ok";
 }
@@ -82,15 +96,24 @@ std::string_view to_string(Outcome o) {
 RouteLabel route_label(canonical::Dialect front) {
     using canonical::Dialect;
     switch (front) {
-        case Dialect::sglang: return RouteLabel::sglang_generate;
-        case Dialect::openai_completions: return RouteLabel::openai_completions;
-        case Dialect::openai_chat: return RouteLabel::openai_chat;
-        case Dialect::tgi: return RouteLabel::tgi_generate;
-        case Dialect::ollama_generate: return RouteLabel::ollama_generate;
-        case Dialect::ollama_chat: return RouteLabel::ollama_chat;
-        case Dialect::llamacpp: return RouteLabel::llamacpp_completion;
-        case Dialect::vllm_legacy: return RouteLabel::vllm_generate;
-        case Dialect::anthropic: return RouteLabel::anthropic_messages;
+        case Dialect::sglang:
+            return RouteLabel::sglang_generate;
+        case Dialect::openai_completions:
+            return RouteLabel::openai_completions;
+        case Dialect::openai_chat:
+            return RouteLabel::openai_chat;
+        case Dialect::tgi:
+            return RouteLabel::tgi_generate;
+        case Dialect::ollama_generate:
+            return RouteLabel::ollama_generate;
+        case Dialect::ollama_chat:
+            return RouteLabel::ollama_chat;
+        case Dialect::llamacpp:
+            return RouteLabel::llamacpp_completion;
+        case Dialect::vllm_legacy:
+            return RouteLabel::vllm_generate;
+        case Dialect::anthropic:
+            return RouteLabel::anthropic_messages;
     }
     return RouteLabel::openai_completions;
 }
@@ -217,8 +240,8 @@ void RequestMeter::finish(const ClientRequest& request, std::string_view request
         record_.ttft_seconds = seconds(*first_content_ - received_);
         if (record_.completion_tokens && *record_.completion_tokens > 1) {
             // design.md's definition: (e2e − TTFT) / (output tokens − 1).
-            record_.tpot_seconds = (e2e - *record_.ttft_seconds) /
-                                   static_cast<double>(*record_.completion_tokens - 1);
+            record_.tpot_seconds =
+                (e2e - *record_.ttft_seconds) / static_cast<double>(*record_.completion_tokens - 1);
         }
     }
     record_.overhead_seconds = std::max(0.0, e2e - seconds(waited_));
@@ -235,8 +258,8 @@ void RequestMeter::finish(const ClientRequest& request, std::string_view request
 }
 
 void RequestMeter::write_access_log(int fd, const ClientRequest& request,
-                                    std::string_view request_id, std::string_view peer,
-                                    int status, double e2e) const {
+                                    std::string_view request_id, std::string_view peer, int status,
+                                    double e2e) const {
     std::string line;
     line.reserve(512);
     json::StringOut os{&line};

@@ -19,7 +19,15 @@ class Worker;
 class ClientRequest;
 
 // How an exchange ended (the metrics and the access log use it).
-enum class Outcome { ok, client_disconnect, upstream_error, inband_error, truncated, timeout, rejected };
+enum class Outcome {
+    ok,
+    client_disconnect,
+    upstream_error,
+    inband_error,
+    truncated,
+    timeout,
+    rejected
+};
 std::string_view to_string(Outcome o);
 
 // The route label of a generation from a client of `front`'s dialect.

@@ -30,9 +30,12 @@ struct Entry {
 
 bool serves(ListenerKind listener, On on) {
     switch (listener) {
-        case ListenerKind::combined: return on != On::control;
-        case ListenerKind::public_api: return on != On::ops && on != On::control;
-        case ListenerKind::admin: return on != On::api;
+        case ListenerKind::combined:
+            return on != On::control;
+        case ListenerKind::public_api:
+            return on != On::ops && on != On::control;
+        case ListenerKind::admin:
+            return on != On::api;
     }
     return false;
 }

@@ -14,23 +14,23 @@ namespace infergate {
 
 struct Route {
     enum class Kind {
-        generate,         // a generation in `dialect`
-        generate_by_body, // POST /generate: SGLang, TGI or vLLM legacy, told apart by the body
-        root,             // "/": GET/HEAD answer like Ollama, POST is TGI's compat route
-        tgi_info,         // GET /info
-        ollama_tags,      // GET /api/tags
-        ollama_version,   // GET /api/version
-        ollama_show,      // POST /api/show
-        ollama_ps,        // GET /api/ps
-        llamacpp_props,   // GET /props
-        models,           // GET /v1/models
-        model,            // GET /v1/models/{id}
-        health,           // GET /health
-        health_generate,  // GET /health_generate
-        model_info,       // GET /get_model_info
-        server_info,      // GET /get_server_info
-        metrics,          // GET /metrics (Prometheus)
-        reload,           // POST /-/reload (admin listener only): re-read the config file
+        generate,          // a generation in `dialect`
+        generate_by_body,  // POST /generate: SGLang, TGI or vLLM legacy, told apart by the body
+        root,              // "/": GET/HEAD answer like Ollama, POST is TGI's compat route
+        tgi_info,          // GET /info
+        ollama_tags,       // GET /api/tags
+        ollama_version,    // GET /api/version
+        ollama_show,       // POST /api/show
+        ollama_ps,         // GET /api/ps
+        llamacpp_props,    // GET /props
+        models,            // GET /v1/models
+        model,             // GET /v1/models/{id}
+        health,            // GET /health
+        health_generate,   // GET /health_generate
+        model_info,        // GET /get_model_info
+        server_info,       // GET /get_server_info
+        metrics,           // GET /metrics (Prometheus)
+        reload,            // POST /-/reload (admin listener only): re-read the config file
         not_found,
         method_not_allowed,
     };

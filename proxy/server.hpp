@@ -52,7 +52,8 @@ private:
     };
     // `applied` is posted to control_ once every worker runs the new config (at once when
     // nothing changed hands): POST /-/reload answers then, so its next request sees it.
-    ReloadResult reload(std::string_view trigger, std::function<void()> applied = [] {});
+    ReloadResult reload(
+        std::string_view trigger, std::function<void()> applied = [] {});
     void shutdown();
     // The addresses to listen on: `host` if an IP, or every address the name resolves to.
     std::vector<net::ip::address> listen_addresses(const std::string& host, beast::error_code& ec);

@@ -60,8 +60,9 @@ void Server::log_exposure(const std::vector<tcp::endpoint>& bound,
         line += "; backend credentials: Basic, from the backend URL";
     }
     if (admin.empty()) {
-        line += "; /metrics and /get_server_info: on this listener (set admin_listen to move "
-                "them off it)";
+        line +=
+            "; /metrics and /get_server_info: on this listener (set admin_listen to move "
+            "them off it)";
     } else {
         line += "; /metrics and /get_server_info: on the admin listener only (" +
                 net_text(admin.front()) + ", no auth)";
@@ -69,15 +70,17 @@ void Server::log_exposure(const std::vector<tcp::endpoint>& bound,
     std::string warning;
     if (!loopback_only && !keys && (!b.api_key.empty() || !b.url.basic_auth.empty())) {
         // Whoever can reach the port spends the operator's key: say so where it is seen.
-        warning += " -- anyone who can reach it uses the backend's credentials; listen "
-                   "on 127.0.0.1, configure client keys (auth:), or keep the port behind a "
-                   "firewall";
+        warning +=
+            " -- anyone who can reach it uses the backend's credentials; listen "
+            "on 127.0.0.1, configure client keys (auth:), or keep the port behind a "
+            "firewall";
     }
     if (!admin.empty() && !loopback(admin)) {
         // The admin routes show the backend's address and the traffic: no auth protects them.
-        warning += " -- the admin listener is on a non-loopback address and has no "
-                   "authentication: anyone who reaches it reads /metrics and /get_server_info; "
-                   "put admin_listen on 127.0.0.1, or keep its port behind a firewall";
+        warning +=
+            " -- the admin listener is on a non-loopback address and has no "
+            "authentication: anyone who reaches it reads /metrics and /get_server_info; "
+            "put admin_listen on 127.0.0.1, or keep its port behind a firewall";
     }
     if (!warning.empty()) {
         log::warn(line + warning);

@@ -133,17 +133,18 @@ canonical::Error UpstreamCall::failure(beast::error_code ec, std::string_view st
         meter_.set_outcome(Outcome::timeout);
         e.message = where + " did not answer in time while " + std::string(stage) +
                     " (see backends[].timeouts in the config)";
-        meter_.failure().message = e.message;  // what the client gets (send_error, or in the stream)
+        meter_.failure().message =
+            e.message;  // what the client gets (send_error, or in the stream)
         return e;
     }
     meter_.set_outcome(Outcome::upstream_error);
     worker_.backend_unreachable(ec);  // refused: the server probes the backend again
-    meter_.note_upstream_error(ec == net::error::connection_refused || ec == net::error::host_not_found ||
-                                ec == net::error::host_not_found_try_again
-                            ? UpstreamErrorKind::connect
-                        : stale_connection(ec) || ec == http::error::partial_message
-                            ? UpstreamErrorKind::reset
-                            : UpstreamErrorKind::protocol);
+    meter_.note_upstream_error(
+        ec == net::error::connection_refused || ec == net::error::host_not_found ||
+                ec == net::error::host_not_found_try_again
+            ? UpstreamErrorKind::connect
+        : stale_connection(ec) || ec == http::error::partial_message ? UpstreamErrorKind::reset
+                                                                     : UpstreamErrorKind::protocol);
     if (ec == net::error::connection_refused) {
         e.message = where + " refused the connection; is the inference server running?";
     } else if (ec == net::error::host_not_found || ec == net::error::host_not_found_try_again) {
@@ -163,8 +164,8 @@ canonical::Error UpstreamCall::failure(beast::error_code ec, std::string_view st
                     "and translates the body and cannot relay compressed bytes: turn off "
                     "response compression on the backend (or the proxy in front of it)";
     } else if (ec.category() == net::error::get_ssl_category()) {
-        e.message = "TLS with " + where + " failed while " + std::string(stage) + ": " +
-                    ec.message();
+        e.message =
+            "TLS with " + where + " failed while " + std::string(stage) + ": " + ec.message();
     } else {
         e.message = where + " failed while " + std::string(stage) + ": " + ec.message();
     }
@@ -172,8 +173,7 @@ canonical::Error UpstreamCall::failure(beast::error_code ec, std::string_view st
     return e;
 }
 
-Task<bool> UpstreamCall::open(http::verb verb, std::string target, std::string body,
-                              bool stream) {
+Task<bool> UpstreamCall::open(http::verb verb, std::string target, std::string body, bool stream) {
     const config::Backend& b = pool_.backend();
     if (verb != http::verb::post) {
         body.clear();
@@ -315,8 +315,7 @@ void UpstreamCall::release(bool reusable) {
     if (!state_ || !state_->conn) {
         return;
     }
-    if (reusable && state_->parser && state_->parser->is_done() &&
-        state_->parser->keep_alive()) {
+    if (reusable && state_->parser && state_->parser->is_done() && state_->parser->keep_alive()) {
         pool_.release(std::move(state_->conn));
     } else {
         state_->conn->close();

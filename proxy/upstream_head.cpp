@@ -77,9 +77,9 @@ std::string upstream_request_head(const ClientRequest& request, http::verb verb,
         if (beast::iequals(f.name, "x-request-id") ||
             (!b.api_key.empty() && beast::iequals(f.name, backend_headers.key_header)) ||
             (basic && f.id == http::field::authorization) ||
-            (client_keys && (f.id == http::field::authorization ||
-                             beast::iequals(f.name, "x-api-key") ||
-                             beast::iequals(f.name, "api-key")))) {
+            (client_keys &&
+             (f.id == http::field::authorization || beast::iequals(f.name, "x-api-key") ||
+              beast::iequals(f.name, "api-key")))) {
             continue;
         }
         has_version = has_version || (!backend_headers.version_header.empty() &&

@@ -8,7 +8,16 @@ namespace infergate::translators {
 
 // `auto_detect` probes its info routes at start-up. `openai` is any OpenAI-compatible server
 // (vLLM's `vllm serve`, the hosted API, ...); the others are the engines' native APIs.
-enum class BackendDialect { auto_detect, openai, sglang, tgi, ollama, llamacpp, vllm_legacy, anthropic };
+enum class BackendDialect {
+    auto_detect,
+    openai,
+    sglang,
+    tgi,
+    ollama,
+    llamacpp,
+    vllm_legacy,
+    anthropic
+};
 
 // How a backend of this dialect is sent the operator's key, and the version header its API
 // requires (a client's own version header wins).

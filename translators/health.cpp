@@ -9,9 +9,15 @@ canonical::Result<HealthCall> health_call(BackendDialect backend, bool deep,
     HealthCall call;
     if (!deep) {
         switch (backend) {
-            case BackendDialect::ollama: call.path = "/"; break;            // "Ollama is running"
-            case BackendDialect::anthropic: call.path = "/v1/models"; break;  // no health route
-            default: call.path = "/health"; break;
+            case BackendDialect::ollama:
+                call.path = "/";
+                break;  // "Ollama is running"
+            case BackendDialect::anthropic:
+                call.path = "/v1/models";
+                break;  // no health route
+            default:
+                call.path = "/health";
+                break;
         }
         return call;
     }

@@ -10,24 +10,35 @@ namespace {
 // chat template, which the proxy does not have.
 std::optional<Dialect> chat_route(BackendDialect backend) {
     switch (backend) {
-        case BackendDialect::ollama: return Dialect::ollama_chat;
-        case BackendDialect::anthropic: return Dialect::anthropic;
-        case BackendDialect::vllm_legacy: return std::nullopt;
+        case BackendDialect::ollama:
+            return Dialect::ollama_chat;
+        case BackendDialect::anthropic:
+            return Dialect::anthropic;
+        case BackendDialect::vllm_legacy:
+            return std::nullopt;
         // SGLang, TGI and llama.cpp serve chat through their OpenAI-compatible layers.
-        default: return Dialect::openai_chat;
+        default:
+            return Dialect::openai_chat;
     }
 }
 
 // Raw completions go to a raw (untemplated) route.
 std::optional<Dialect> completion_route(BackendDialect backend) {
     switch (backend) {
-        case BackendDialect::sglang: return Dialect::sglang;
-        case BackendDialect::tgi: return Dialect::tgi;
-        case BackendDialect::ollama: return Dialect::ollama_generate;  // with raw: true
-        case BackendDialect::llamacpp: return Dialect::llamacpp;
-        case BackendDialect::vllm_legacy: return Dialect::vllm_legacy;
-        case BackendDialect::anthropic: return std::nullopt;
-        default: return Dialect::openai_completions;
+        case BackendDialect::sglang:
+            return Dialect::sglang;
+        case BackendDialect::tgi:
+            return Dialect::tgi;
+        case BackendDialect::ollama:
+            return Dialect::ollama_generate;  // with raw: true
+        case BackendDialect::llamacpp:
+            return Dialect::llamacpp;
+        case BackendDialect::vllm_legacy:
+            return Dialect::vllm_legacy;
+        case BackendDialect::anthropic:
+            return std::nullopt;
+        default:
+            return Dialect::openai_completions;
     }
 }
 
@@ -57,7 +68,8 @@ Pairing pair_dialects(Dialect front, canonical::RequestKind kind, BackendDialect
             "prompt");
         return p;
     }
-    const bool openai_layer = p.back == Dialect::openai_chat || p.back == Dialect::openai_completions;
+    const bool openai_layer =
+        p.back == Dialect::openai_chat || p.back == Dialect::openai_completions;
     if (n > 1 && openai_layer &&
         (backend == BackendDialect::tgi || backend == BackendDialect::llamacpp)) {
         // TGI's chat route accepts n and ignores it; llama.cpp's honours it only in some builds.
@@ -113,7 +125,8 @@ Plan plan_generation(Dialect front, const canonical::GenerationRequest& req,
     }
     p.flavor = openai_flavor(backend.dialect, backend.probed, backend.host);
     p.stream_options = accepts_stream_options(backend);
-    const bool openai_back = p.back == Dialect::openai_chat || p.back == Dialect::openai_completions;
+    const bool openai_back =
+        p.back == Dialect::openai_chat || p.back == Dialect::openai_completions;
     if (p.fast_path) {
         p.edit_body = front != Dialect::sglang;
         if (req.stream && p.edit_body) {

@@ -27,8 +27,8 @@ struct Pairing {
 
 // `n`: the choices per prompt the client asked for. The codecs refuse n > 1 towards native APIs
 // without it; the table refuses it towards OpenAI-compatible layers that silently ignore it.
-Pairing pair_dialects(canonical::Dialect front, canonical::RequestKind kind,
-                      BackendDialect backend, int n = 1);
+Pairing pair_dialects(canonical::Dialect front, canonical::RequestKind kind, BackendDialect backend,
+                      int n = 1);
 
 // The OpenAI-compatible layer behind the backend as the codecs and the fast path's edits need to
 // know it (which names it reads: docs/dialects.md, "Parameters"): what the probe found

@@ -26,8 +26,7 @@ std::string passthrough_request(std::string& client_body, const canonical::Gener
 
 // A whole answer with the model name the client used (`client_model`) in place of the backend's
 // (an alias, or a dated version of the model it was sent). False: left as it is.
-bool passthrough_rename(std::string_view response, std::string_view client_model,
-                        std::string& out);
+bool passthrough_rename(std::string_view response, std::string_view client_model, std::string& out);
 
 // The events of one passed-through stream.
 class PassthroughEvents {

@@ -1,10 +1,10 @@
 // Client keys (config/auth.cpp): read from a file (lines or YAML) and an environment variable.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
 #include <fstream>
 #include <string>
 
@@ -54,8 +54,9 @@ TEST_CASE("keys one per line, comments and blank lines skipped, named by positio
 }
 
 TEST_CASE("keys as YAML with names and limits") {
-    TempFile f("- name: team-a\n  key: sk-aaaaaaaaaaaa\n  rps: 2.5\n  max_concurrent: 3\n"
-               "- {name: team-b, key: sk-bbbbbbbbbbbb}\n");
+    TempFile f(
+        "- name: team-a\n  key: sk-aaaaaaaaaaaa\n  rps: 2.5\n  max_concurrent: 3\n"
+        "- {name: team-b, key: sk-bbbbbbbbbbbb}\n");
     Auth a;
     a.keys_file = f.path;
     std::vector<std::string> errors;
@@ -99,8 +100,9 @@ TEST_CASE("bad keys are errors with their path, and never quoted") {
     CHECK_FALSE(mentions(errors, "sk-long-enough"));
 
     errors.clear();
-    TempFile yaml("- name: a b\n  key: sk-aaaaaaaaaaaa\n- name: ok\n  key: q7z\n  rps: -1\n"
-                  "- name: ok\n  key: sk-cccccccccccc\n  colour: red\n");
+    TempFile yaml(
+        "- name: a b\n  key: sk-aaaaaaaaaaaa\n- name: ok\n  key: q7z\n  rps: -1\n"
+        "- name: ok\n  key: sk-cccccccccccc\n  colour: red\n");
     Auth y;
     y.keys_file = yaml.path;
     load_client_keys(y, errors);

@@ -68,7 +68,8 @@ TEST_CASE("limits: requests per second (with a one-second burst) and generations
     const std::string text = auth.render();
     CHECK(text.find("infergate_client_key_limited_total{key=\"team-b\",limit=\"rps\"} 1\n") !=
           std::string::npos);
-    CHECK(text.find("infergate_client_key_limited_total{key=\"team-b\",limit=\"max_concurrent\"} 1\n") !=
+    CHECK(text.find(
+              "infergate_client_key_limited_total{key=\"team-b\",limit=\"max_concurrent\"} 1\n") !=
           std::string::npos);
     CHECK(text.find("sk-") == std::string::npos);
 }
@@ -81,8 +82,10 @@ TEST_CASE("the scrape counts requests by key name and refusals by reason") {
     auth.count_refusal(ClientAuth::Refusal::invalid);
     auth.count_refusal(ClientAuth::Refusal::invalid);
     const std::string text = auth.render();
-    CHECK(text.find("infergate_client_key_requests_total{key=\"team-a\"} 2\n") != std::string::npos);
-    CHECK(text.find("infergate_client_key_requests_total{key=\"team-b\"} 0\n") != std::string::npos);
+    CHECK(text.find("infergate_client_key_requests_total{key=\"team-a\"} 2\n") !=
+          std::string::npos);
+    CHECK(text.find("infergate_client_key_requests_total{key=\"team-b\"} 0\n") !=
+          std::string::npos);
     CHECK(text.find("infergate_auth_failures_total{reason=\"missing\"} 1\n") != std::string::npos);
     CHECK(text.find("infergate_auth_failures_total{reason=\"invalid\"} 2\n") != std::string::npos);
     CHECK(ClientAuth(config::Auth{}).render().empty());

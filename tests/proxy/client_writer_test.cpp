@@ -7,11 +7,11 @@
 #include <string>
 
 #include "proxy/client_request.hpp"
-#include "tests/proxy/parse_util.hpp"
 #include "proxy/deadlines.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/request_meter.hpp"
 #include "proxy/worker.hpp"
+#include "tests/proxy/parse_util.hpp"
 #include "translators/canonical/types.hpp"
 
 namespace infergate {
@@ -47,8 +47,8 @@ struct Rig {
         peer.connect(acceptor.local_endpoint());
         acceptor.accept(stream.socket());
         deadline.attach(stream.socket());
-        writer = std::make_unique<ClientWriter>(worker, stream, deadline, request, meter,
-                                                request_id);
+        writer =
+            std::make_unique<ClientWriter>(worker, stream, deadline, request, meter, request_id);
     }
 
     // Runs `task` to its end on the worker's context; returns its result.
@@ -105,8 +105,8 @@ TEST_CASE("an error in a dialect's shape; Connection: close when the client aske
     e.status = 404;
     e.message = "model 'x' not found";
     rig.writer->extra_headers().emplace_back("Allow", "GET");
-    CHECK_FALSE(rig.run(rig.writer->send_error(
-        translators::codec_for(canonical::Dialect::ollama_chat), e)));
+    CHECK_FALSE(rig.run(
+        rig.writer->send_error(translators::codec_for(canonical::Dialect::ollama_chat), e)));
     const std::string got = rig.received();
     CHECK(got.starts_with("HTTP/1.1 404 Not Found\r\n"));
     CHECK(got.find("Connection: close\r\n") != std::string::npos);

@@ -21,9 +21,8 @@ TEST_CASE("which requests failed") {
 }
 
 TEST_CASE("the failure line names the request, the outcome, the stage and the message") {
-    const Failure f{
-        "the backend refused the connection; is the inference server running?", "connecting",
-        "http://127.0.0.1:9"};
+    const Failure f{"the backend refused the connection; is the inference server running?",
+                    "connecting", "http://127.0.0.1:9"};
     CHECK(failure_line("abc123", 502, "upstream_error", f) ==
           "request failed: id=\"abc123\" status=502 outcome=upstream_error stage=\"connecting\" "
           "backend=\"http://127.0.0.1:9\" message=\"the backend refused the connection; is the "
@@ -41,8 +40,8 @@ TEST_CASE("the failure line stays one bounded line whatever the message and id h
     CHECK(line ==
           "request failed: id=\"id\\nwith \\\"quotes\\\"\" status=400 outcome=rejected "
           "message=\"bad \\\"value\\\"\\nsecond line\\t\\u0001 end\"");
-    const std::string huge = failure_line("x", 502, "upstream_error",
-                                          Failure{std::string(5000, 'm'), "reading the stream", ""});
+    const std::string huge = failure_line(
+        "x", 502, "upstream_error", Failure{std::string(5000, 'm'), "reading the stream", ""});
     CHECK(huge.size() < 1200);
     CHECK(huge.find("m...\"") != std::string::npos);
 }

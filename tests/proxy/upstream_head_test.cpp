@@ -57,8 +57,7 @@ TEST_CASE("the operator's key replaces the client's, in the header the backend's
     CHECK(head.find("Content-Type: application/json\r\n") != std::string::npos);
     CHECK(head.find("Content-Length: 12\r\n") != std::string::npos);
 
-    const auto anthropic =
-        translators::backend_headers(translators::BackendDialect::anthropic);
+    const auto anthropic = translators::backend_headers(translators::BackendDialect::anthropic);
     head = upstream_request_head(r, http::verb::post, "/v1/messages", 2, false, backend("sk-op"),
                                  anthropic, "r");
     CHECK(head.find("x-api-key: sk-op\r\n") != std::string::npos);
@@ -67,8 +66,8 @@ TEST_CASE("the operator's key replaces the client's, in the header the backend's
 }
 
 TEST_CASE("credentials in the backend URL go as Basic auth, unless a key is configured") {
-    const ClientRequest r = parse_head(
-        "POST /v1/completions HTTP/1.1\r\nHost: p\r\nAuthorization: Bearer client\r\n");
+    const ClientRequest r =
+        parse_head("POST /v1/completions HTTP/1.1\r\nHost: p\r\nAuthorization: Bearer client\r\n");
     config::Backend b = backend();
     b.url.basic_auth = "dTpw";  // base64("u:p")
     std::string head = upstream_request_head(r, http::verb::post, "/v1/completions", 2, false, b,
@@ -86,9 +85,9 @@ TEST_CASE("a client key (auth:) is infergate's: it never goes upstream") {
     const ClientRequest r = parse_head(
         "POST /v1/messages HTTP/1.1\r\nHost: p\r\nAuthorization: Bearer ig-key\r\n"
         "x-api-key: ig-key\r\napi-key: ig-key\r\nX-Other: kept\r\n");
-    const std::string head = upstream_request_head(r, http::verb::post, "/v1/messages", 2, false,
-                                                   backend(), translators::BackendHeaders{}, "r",
-                                                   true);
+    const std::string head =
+        upstream_request_head(r, http::verb::post, "/v1/messages", 2, false, backend(),
+                              translators::BackendHeaders{}, "r", true);
     CHECK(head.find("ig-key") == std::string::npos);
     CHECK(head.find("X-Other: kept\r\n") != std::string::npos);
 }

@@ -108,7 +108,8 @@ std::optional<canonical::Error> check_settings(const SamplingParams& s, Flavor f
     }
     if (flavor == Flavor::tgi || flavor == Flavor::llamacpp) {
         if (s.n > 1) {
-            // TGI's route ignores n, llama.cpp's refuses it (translators/pairing.cpp says so first).
+            // TGI's route ignores n, llama.cpp's refuses it (translators/pairing.cpp says so
+            // first).
             return unsupported_setting("n", name, "it makes one answer per request; use n = 1");
         }
         if (s.min_tokens.value_or(0) > 0) {

@@ -187,7 +187,8 @@ TEST_CASE("passthrough: requests get the model and stream_options, however they 
 
 namespace {
 
-// The edits the fast path makes for a llama.cpp backend (translators/passthrough.cpp, passthrough_request).
+// The edits the fast path makes for a llama.cpp backend (translators/passthrough.cpp,
+// passthrough_request).
 openai::RequestEdits llamacpp_edits() {
     openai::RequestEdits e;
     REQUIRE(openai::name_edits(infergate::translators::Flavor::llamacpp, false, e));

@@ -10,9 +10,12 @@ using infergate::translators::health_call;
 using B = infergate::translators::BackendDialect;
 
 TEST_CASE("a liveness check is a GET of each engine's health route") {
-    for (const auto [backend, path] : {std::pair{B::openai, "/health"}, {B::sglang, "/health"},
-                                       {B::tgi, "/health"}, {B::llamacpp, "/health"},
-                                       {B::vllm_legacy, "/health"}, {B::ollama, "/"},
+    for (const auto [backend, path] : {std::pair{B::openai, "/health"},
+                                       {B::sglang, "/health"},
+                                       {B::tgi, "/health"},
+                                       {B::llamacpp, "/health"},
+                                       {B::vllm_legacy, "/health"},
+                                       {B::ollama, "/"},
                                        {B::anthropic, "/v1/models"}}) {
         auto call = health_call(backend, false, "m", Flavor::generic);
         REQUIRE(call);

@@ -2,17 +2,22 @@
 
 #include "translators/pairing.hpp"
 
-using infergate::translators::pair_dialects;
 using infergate::canonical::Dialect;
 using infergate::canonical::RequestKind;
+using infergate::translators::pair_dialects;
 using B = infergate::translators::BackendDialect;
 
 TEST_CASE("chat goes to each backend's chat route") {
-    CHECK(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::openai).back == Dialect::openai_chat);
-    CHECK(pair_dialects(Dialect::anthropic, RequestKind::chat, B::sglang).back == Dialect::openai_chat);
-    CHECK(pair_dialects(Dialect::ollama_chat, RequestKind::chat, B::tgi).back == Dialect::openai_chat);
-    CHECK(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::llamacpp).back == Dialect::openai_chat);
-    CHECK(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::ollama).back == Dialect::ollama_chat);
+    CHECK(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::openai).back ==
+          Dialect::openai_chat);
+    CHECK(pair_dialects(Dialect::anthropic, RequestKind::chat, B::sglang).back ==
+          Dialect::openai_chat);
+    CHECK(pair_dialects(Dialect::ollama_chat, RequestKind::chat, B::tgi).back ==
+          Dialect::openai_chat);
+    CHECK(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::llamacpp).back ==
+          Dialect::openai_chat);
+    CHECK(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::ollama).back ==
+          Dialect::ollama_chat);
     CHECK(pair_dialects(Dialect::ollama_generate, RequestKind::chat, B::anthropic).back ==
           Dialect::anthropic);
 }
@@ -26,7 +31,8 @@ TEST_CASE("raw completions go to each backend's raw route") {
           Dialect::tgi);
     CHECK(pair_dialects(Dialect::tgi, RequestKind::completion, B::ollama).back ==
           Dialect::ollama_generate);
-    CHECK(pair_dialects(Dialect::tgi, RequestKind::completion, B::llamacpp).back == Dialect::llamacpp);
+    CHECK(pair_dialects(Dialect::tgi, RequestKind::completion, B::llamacpp).back ==
+          Dialect::llamacpp);
     CHECK(pair_dialects(Dialect::llamacpp, RequestKind::completion, B::vllm_legacy).back ==
           Dialect::vllm_legacy);
 }
@@ -40,7 +46,8 @@ TEST_CASE("only OpenAI and SGLang in front of themselves take the byte fast path
     CHECK_FALSE(pair_dialects(Dialect::openai_chat, RequestKind::chat, B::tgi).fast_path);
     CHECK_FALSE(pair_dialects(Dialect::ollama_chat, RequestKind::chat, B::ollama).fast_path);
     CHECK_FALSE(pair_dialects(Dialect::anthropic, RequestKind::chat, B::anthropic).fast_path);
-    CHECK_FALSE(pair_dialects(Dialect::openai_completions, RequestKind::completion, B::sglang).fast_path);
+    CHECK_FALSE(
+        pair_dialects(Dialect::openai_completions, RequestKind::completion, B::sglang).fast_path);
 }
 
 TEST_CASE("pairs with no faithful translation are refused with the way out") {
@@ -61,8 +68,8 @@ TEST_CASE("pairs with no faithful translation are refused with the way out") {
 }
 
 TEST_CASE("the OpenAI layer behind a backend, as the names it reads depend on it") {
-    using infergate::translators::openai_flavor;
     using infergate::translators::Flavor;
+    using infergate::translators::openai_flavor;
     // The backend's dialect tells TGI's, llama.cpp's and SGLang's layers apart ...
     CHECK(openai_flavor(B::tgi, Flavor::generic, "h") == Flavor::tgi);
     CHECK(openai_flavor(B::llamacpp, Flavor::generic, "h") == Flavor::llamacpp);
@@ -147,8 +154,8 @@ TEST_CASE("the plan of a translated generation: gather and stop trimming") {
                                 BackendFacts{B::openai, Flavor::vllm, "h"})
                     .gather);
     req.stream = true;
-    CHECK_FALSE(plan_generation(Dialect::sglang, req, BackendFacts{B::openai, Flavor::vllm, "h"})
-                    .gather);
+    CHECK_FALSE(
+        plan_generation(Dialect::sglang, req, BackendFacts{B::openai, Flavor::vllm, "h"}).gather);
     // TGI's OpenAI layer leaves the stop string in the text: trimmed, unless the client keeps it.
     auto chat = request(RequestKind::chat, false);
     chat.sampling.stop = {"END"};
@@ -163,9 +170,9 @@ TEST_CASE("the plan of a translated generation: gather and stop trimming") {
     // TGI's native route handles it itself, and other backends do not leave it.
     auto raw = request(RequestKind::completion, false);
     raw.sampling.stop = {"END"};
-    CHECK_FALSE(
-        plan_generation(Dialect::openai_completions, raw, BackendFacts{B::tgi, Flavor::generic, "h"})
-            .trim_stops);
+    CHECK_FALSE(plan_generation(Dialect::openai_completions, raw,
+                                BackendFacts{B::tgi, Flavor::generic, "h"})
+                    .trim_stops);
     chat.sampling.keep_stop_str.reset();
     CHECK_FALSE(
         plan_generation(Dialect::anthropic, chat, BackendFacts{B::openai, Flavor::vllm, "h"})

@@ -36,9 +36,10 @@ TEST_CASE("a fast-path stream event: edits made on one line, the usage asked for
     std::string out;
     // Spaced JSON over two data lines, with running usage: one line, model and id replaced,
     // usage gone.
-    events.relay("{ \"id\" : \"x\",\n \"model\" : \"served\", \"choices\": [],"
-                 " \"usage\": {\"completion_tokens\": 1} }",
-                 false, out);
+    events.relay(
+        "{ \"id\" : \"x\",\n \"model\" : \"served\", \"choices\": [],"
+        " \"usage\": {\"completion_tokens\": 1} }",
+        false, out);
     CHECK(out.starts_with("data: "));
     CHECK(out.ends_with("\n\n"));
     CHECK(out.find('\n') == out.size() - 2);
@@ -74,7 +75,8 @@ TEST_CASE("the fast path's request body: the client's bytes, edited only as the 
     const auto plan =
         plan_generation(Dialect::openai_chat, req, BackendFacts{B::openai, Flavor::vllm, "h"});
     std::string client = R"({"model" : "alias", "stream": true, "messages": []})";
-    const std::string body = infergate::translators::passthrough_request(client, req, plan, "served");
+    const std::string body =
+        infergate::translators::passthrough_request(client, req, plan, "served");
     CHECK(body.find("\"served\"") != std::string::npos);
     CHECK(body.find("\"include_usage\":true") != std::string::npos);
     CHECK(body.find("\"continuous_usage_stats\":true") != std::string::npos);
