@@ -24,26 +24,6 @@ void append_quoted(std::string& out, std::string_view text) {
     json::string(w, text);
 }
 
-OutcomeLabel outcome_label(Outcome o) {
-    switch (o) {
-        case Outcome::ok:
-            return OutcomeLabel::ok;
-        case Outcome::client_disconnect:
-            return OutcomeLabel::client_disconnect;
-        case Outcome::upstream_error:
-            return OutcomeLabel::upstream_error;
-        case Outcome::inband_error:
-            return OutcomeLabel::inband_error;
-        case Outcome::truncated:
-            return OutcomeLabel::truncated;
-        case Outcome::timeout:
-            return OutcomeLabel::timeout;
-        case Outcome::rejected:
-            return OutcomeLabel::rejected;
-    }
-    return OutcomeLabel::ok;
-}
-
 void write_optional(json::Writer& w, const char* key, const std::optional<int64_t>& v) {
     w.Key(key);
     if (v) {
@@ -72,26 +52,6 @@ double seconds(std::chrono::steady_clock::duration d) {
 }
 
 }  // namespace
-
-std::string_view to_string(Outcome o) {
-    switch (o) {
-        case Outcome::ok:
-            return "ok";
-        case Outcome::client_disconnect:
-            return "client_disconnect";
-        case Outcome::upstream_error:
-            return "upstream_error";
-        case Outcome::inband_error:
-            return "inband_error";
-        case Outcome::truncated:
-            return "truncated";
-        case Outcome::timeout:
-            return "timeout";
-        case Outcome::rejected:
-            return "rejected";
-    }
-    return "ok";
-}
 
 RouteLabel route_label(canonical::Dialect front) {
     using canonical::Dialect;
@@ -233,7 +193,7 @@ void RequestMeter::finish(const ClientRequest& request, std::string_view request
                           std::string_view peer) {
     const double e2e = seconds(std::chrono::steady_clock::now() - received_);
     record_.e2e_seconds = e2e;
-    record_.outcome = outcome_label(outcome_);
+    record_.outcome = outcome_;
     record_.status = status_;
     record_.streamed = first_content_.has_value();
     if (first_content_) {

@@ -18,17 +18,9 @@ namespace infergate {
 class Worker;
 class ClientRequest;
 
-// How an exchange ended (the metrics and the access log use it).
-enum class Outcome {
-    ok,
-    client_disconnect,
-    upstream_error,
-    inband_error,
-    truncated,
-    timeout,
-    rejected
-};
-std::string_view to_string(Outcome o);
+// How an exchange ended: the metrics' outcome label, which the access log writes too
+// (to_string in metrics.hpp).
+using Outcome = OutcomeLabel;
 
 // The route label of a generation from a client of `front`'s dialect.
 RouteLabel route_label(canonical::Dialect front);
