@@ -41,6 +41,9 @@ public:
 
     // Returns true when the client connection may serve another request.
     Task<bool> run();
+    // Shutdown, the grace period over: the backend call is closed, so that the request ends now
+    // with an error its client sees (UpstreamCall::abort).
+    void abort() { upstream_.abort(); }
 
 private:
     // ---- routes (exchange.cpp: generations; exchange_info.cpp, exchange_native_info.cpp) ----

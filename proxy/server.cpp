@@ -83,7 +83,8 @@ Server::Server(std::shared_ptr<const config::Config> config,
     if (config_->access_log == "stderr") {
         access_log_fd_ = 2;
     } else if (config_->access_log != "off") {
-        access_log_fd_ = ::open(config_->access_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        access_log_fd_ =
+            ::open(config_->access_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (access_log_fd_ < 0) {
             startup_error_ = "access_log: cannot open '" + config_->access_log + "' for appending";
         }
@@ -312,11 +313,22 @@ int Server::run() {
         shutdown();
         hangup.cancel();
         grace.expires_after(std::chrono::milliseconds(config_->shutdown_grace_ms));
-        grace.async_wait([this](beast::error_code te) {
-            if (!te) {
-                log::warn("grace period over: cancelling the requests still in flight");
-                control_.stop();
+        grace.async_wait([this, &grace](beast::error_code te) {
+            if (te) {
+                return;
             }
+            log::warn("grace period over: ending the requests still in flight with an error");
+            for (auto& w : workers_) {
+                net::post(w->io(), [worker = w.get()] { worker->abort_in_flight(); });
+            }
+            // Their error events go out (each worker stops once its sessions end); a client
+            // that does not read them is not waited for long.
+            grace.expires_after(std::chrono::seconds(2));
+            grace.async_wait([this](beast::error_code e2) {
+                if (!e2) {
+                    control_.stop();
+                }
+            });
         });
         signals.async_wait(on_signal);
     };

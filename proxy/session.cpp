@@ -98,6 +98,12 @@ Session::~Session() {
     worker_.remove_session(registration_);
 }
 
+void Session::abort_exchange() {
+    if (exchange_ != nullptr) {
+        exchange_->abort();
+    }
+}
+
 bool Session::close_if_idle() {
     if (!idle_ || refuse_ || !stream_.socket().is_open()) {
         return false;
@@ -303,7 +309,9 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
             break;  // EOF, reset or idle timeout: just close
         }
         Exchange exchange(worker_, stream_, deadline_, watch_, parser.release(), peer_, kind_);
+        exchange_ = &exchange;
         const bool keep_alive = co_await exchange.run();
+        exchange_ = nullptr;
         if (!keep_alive) {
             break;
         }

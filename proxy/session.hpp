@@ -41,6 +41,9 @@ public:
 
     // `self` keeps the session alive for as long as the coroutine runs.
     Task<void> run(std::shared_ptr<Session> self);
+    // Shutdown, the grace period over: the exchange in flight, if any, ends now with an error
+    // its client can see (a stream's in-band error, or a 503).
+    void abort_exchange();
     // Shutdown and shedding: close the connection now if it is waiting for a request (and was
     // not closed already); true when it did.
     bool close_if_idle();
@@ -63,6 +66,7 @@ private:
     std::list<Session*>::iterator registration_;
     std::string peer_;
     bool idle_ = true;
+    class Exchange* exchange_ = nullptr;  // the one running, for abort_exchange()
     bool refuse_ = false;
     ListenerKind kind_;
 };

@@ -126,6 +126,16 @@ canonical::Error UpstreamCall::failure(beast::error_code ec, std::string_view st
     e.status = 502;
     e.type = "upstream_error";
     const std::string where = backend_name(b);
+    if (aborted_) {
+        e.status = 503;
+        e.type = "service_unavailable";
+        meter_.set_outcome(Outcome::truncated);
+        e.message =
+            "infergate is shutting down and the grace period for requests in flight "
+            "(shutdown_grace_ms) is over; this answer is incomplete: retry it";
+        meter_.failure().message = e.message;
+        return e;
+    }
     if (ec == beast::error::timeout) {
         meter_.note_upstream_error(UpstreamErrorKind::timeout);
         e.status = 504;

@@ -72,6 +72,12 @@ public:
     Task<void> drain();
     // Closes the connection now: nobody will read what the backend generates.
     void abandon();
+    // Shutdown: closes the connection now; the read that fails says that infergate is shutting
+    // down (failure()).
+    void abort() {
+        aborted_ = true;
+        abandon();
+    }
 
     // `ec` while `stage` as the client's error; counted and noted for the warn line.
     canonical::Error failure(beast::error_code ec, std::string_view stage);
@@ -92,6 +98,7 @@ private:
     const std::string& request_id_;
     std::unique_ptr<State> state_;
     canonical::Error error_;
+    bool aborted_ = false;
 };
 
 }  // namespace infergate

@@ -112,6 +112,13 @@ bool Worker::shed_oldest_idle() {
     return false;
 }
 
+void Worker::abort_in_flight() {
+    const std::vector<Session*> sessions(sessions_.begin(), sessions_.end());
+    for (Session* s : sessions) {
+        s->abort_exchange();
+    }
+}
+
 void Worker::begin_shutdown() {
     stopping_ = true;
     // close_if_idle may end a session and so unregister it: iterate over a copy.

@@ -26,12 +26,12 @@ class ClientAuth;
 
 // What the proxy knows about its backend: configured, or found by probing its info routes.
 struct BackendInfo {
-    bool ready = false;            // dialect and model are known
+    bool ready = false;  // dialect and model are known
     config::BackendDialect dialect = config::BackendDialect::openai;
     translators::Flavor flavor = translators::Flavor::generic;
-    std::string served_model;      // the name the backend answers to
+    std::string served_model;  // the name the backend answers to
     std::optional<int64_t> max_model_len;
-    std::string detail;            // how it was found, or why it is not known yet
+    std::string detail;  // how it was found, or why it is not known yet
 };
 
 // The client connections all workers hold together, against limits.max_connections (shared:
@@ -95,7 +95,9 @@ public:
     std::string random_hex(size_t chars);
 
     // Sessions register themselves so that shutdown can close the idle ones.
-    std::list<Session*>::iterator add_session(Session* s) { return sessions_.insert(sessions_.end(), s); }
+    std::list<Session*>::iterator add_session(Session* s) {
+        return sessions_.insert(sessions_.end(), s);
+    }
     void remove_session(std::list<Session*>::iterator it) { sessions_.erase(it); }
     bool stopping() const { return stopping_; }
     ConnectionBudget& connections() { return connections_; }
@@ -105,6 +107,8 @@ public:
     // Stop accepting keep-alive requests; idle sessions close now, busy ones after their
     // exchange.
     void begin_shutdown();
+    // The grace period over: every exchange in flight ends now with an error its client sees.
+    void abort_in_flight();
 
     std::chrono::system_clock::time_point started() const { return started_; }
 
