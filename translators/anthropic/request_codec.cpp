@@ -81,12 +81,8 @@ std::optional<canonical::Error> read_content(const json::Value& content, const s
 
 Result<GenerationRequest> AnthropicCodec::decode_request(std::string_view body) const {
     json::Document doc;
-    if (auto err = json::parse(body, doc)) {
+    if (auto err = json::parse_request_object(body, doc)) {
         return std::move(*err);
-    }
-    if (!doc.IsObject()) {
-        return bad_request("the request body must be a JSON object, got " +
-                           std::string(json::type_name(doc)));
     }
     GenerationRequest req;
     req.dialect = Dialect::anthropic;

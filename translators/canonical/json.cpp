@@ -111,6 +111,17 @@ std::optional<canonical::Error> parse(std::string_view body, Document& doc, std:
     return std::nullopt;
 }
 
+std::optional<canonical::Error> parse_request_object(std::string_view body, Document& doc) {
+    if (auto err = parse(body, doc)) {
+        return err;
+    }
+    if (!doc.IsObject()) {
+        return canonical::bad_request("the request body must be a JSON object, got " +
+                                      std::string(type_name(doc)));
+    }
+    return std::nullopt;
+}
+
 void append(const Value& v, std::string& out) {
     StringOut os{&out};
     Writer w(os);

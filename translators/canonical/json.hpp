@@ -120,6 +120,10 @@ std::optional<canonical::Error> parse(std::string_view body, Document& doc,
                                       std::string_view what = "request body",
                                       Numbers numbers = Numbers::fast);
 
+// A client's request body: parse() and then a JSON object, or the 400 that says which it is not
+// ("the request body must be a JSON object, got an array").
+std::optional<canonical::Error> parse_request_object(std::string_view body, Document& doc);
+
 // Output stream adapter for rapidjson::Writer that appends to a std::string.
 struct StringOut {
     using Ch = char;

@@ -271,12 +271,8 @@ const Codec& codec() {
 
 Result<GenerationRequest> LlamacppCodec::decode_request(std::string_view body) const {
     json::Document doc;
-    if (OptErr e = json::parse(body, doc)) {
-        return *e;
-    }
-    if (!doc.IsObject()) {
-        return canonical::bad_request("the request body must be a JSON object, got " +
-                                      std::string(json::type_name(doc)));
+    if (auto err = json::parse_request_object(body, doc)) {
+        return std::move(*err);
     }
     GenerationRequest req;
     req.dialect = Dialect::llamacpp;

@@ -215,12 +215,8 @@ OptErr read_messages(const json::Value& doc, GenerationRequest& req) {
 
 Result<GenerationRequest> decode_request(std::string_view body, Api api) {
     json::Document doc;
-    if (auto err = json::parse(body, doc)) {
+    if (auto err = json::parse_request_object(body, doc)) {
         return std::move(*err);
-    }
-    if (!doc.IsObject()) {
-        return bad_request("the request body must be a JSON object, got " +
-                           std::string(json::type_name(doc)));
     }
     GenerationRequest req;
     req.dialect = api == Api::chat ? Dialect::ollama_chat : Dialect::ollama_generate;

@@ -247,12 +247,8 @@ std::optional<canonical::Error> decode_messages(const json::Value* messages,
 
 Result<GenerationRequest> decode_request(std::string_view body, Api api) {
     json::Document doc;
-    if (auto err = json::parse(body, doc)) {
+    if (auto err = json::parse_request_object(body, doc)) {
         return std::move(*err);
-    }
-    if (!doc.IsObject()) {
-        return bad_request("the request body must be a JSON object, got " +
-                           std::string(json::type_name(doc)));
     }
     GenerationRequest req;
     req.dialect = dialect_of(api);

@@ -127,12 +127,8 @@ std::optional<Error> read_rid(const json::Value& v, GenerationRequest& req) {
 
 Result<GenerationRequest> SglangCodec::decode_request(std::string_view body) const {
     json::Document doc;
-    if (auto err = json::parse(body, doc)) {
+    if (auto err = json::parse_request_object(body, doc)) {
         return std::move(*err);
-    }
-    if (!doc.IsObject()) {
-        return bad_request("the request body must be a JSON object, got " +
-                           std::string(json::type_name(doc)));
     }
     GenerationRequest req;
     req.dialect = Dialect::sglang;
