@@ -148,6 +148,9 @@ std::vector<std::string> validate(const Config& c) {
     if (c.client_body_ms <= 0) {
         errors.push_back("client_body_ms: must be > 0");
     }
+    if (c.client_body_min_rate < 0) {
+        errors.push_back("client_body_min_rate: must be >= 0 (bytes per second; 0: no minimum)");
+    }
     if (c.access_log.empty()) {
         errors.push_back("access_log: must be stderr, off or a file path");
     }
@@ -253,7 +256,7 @@ LoadResult load_yaml_text(std::string_view text) {
     r.check_keys(root, "",
                  {"listen", "admin_listen", "threads", "limits", "auth", "backends", "models",
                   "log_level", "client_idle_ms", "client_header_ms", "client_body_ms",
-                  "shutdown_grace_ms", "access_log"});
+                  "client_body_min_rate", "shutdown_grace_ms", "access_log"});
     if (!r.errors.empty() && !root.IsMap()) {
         return LoadResult{nullptr, r.errors, {}};
     }
@@ -276,6 +279,7 @@ LoadResult load_yaml_text(std::string_view text) {
     r.read(root, "client_idle_ms", "", c.client_idle_ms);
     r.read(root, "client_header_ms", "", c.client_header_ms);
     r.read(root, "client_body_ms", "", c.client_body_ms);
+    r.read(root, "client_body_min_rate", "", c.client_body_min_rate);
     r.read(root, "shutdown_grace_ms", "", c.shutdown_grace_ms);
     if (const YAML::Node limits = root["limits"]; limits) {
         r.check_keys(limits, "limits", {"max_body_bytes", "max_header_bytes", "max_connections"});

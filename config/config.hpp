@@ -125,6 +125,9 @@ struct Config {
     int64_t client_header_ms = 60000;
     // The longest wait between two reads of a request body (nginx's client_body_timeout).
     int64_t client_body_ms = 60000;
+    // After the first client_body_ms, a body must average at least this many bytes per second
+    // (Apache's mod_reqtimeout MinRate, 500 by default there too); 0: no minimum.
+    int64_t client_body_min_rate = 500;
     int64_t shutdown_grace_ms = 30000;
     std::vector<Backend> backends;  // exactly one until routing across backends exists
     std::vector<Alias> aliases;

@@ -47,6 +47,7 @@ ConfigChanges diff(const Config& running, const Config& next) {
     applied(running.client_idle_ms != next.client_idle_ms, "client_idle_ms");
     applied(running.client_header_ms != next.client_header_ms, "client_header_ms");
     applied(running.client_body_ms != next.client_body_ms, "client_body_ms");
+    applied(running.client_body_min_rate != next.client_body_min_rate, "client_body_min_rate");
     applied(running.shutdown_grace_ms != next.shutdown_grace_ms, "shutdown_grace_ms");
     applied(running.log_level != next.log_level, "log_level");
     return c;

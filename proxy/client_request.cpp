@@ -191,10 +191,36 @@ void ClientRequestParser::on_header_impl(beast::error_code& ec) {
     }
 }
 
+namespace {
+
+// Whether a line of the head in `bytes` (up to its blank line, if there is one) ends with a
+// LF that no CR precedes.
+bool head_has_bare_lf(std::string_view bytes) {
+    if (const size_t end = bytes.find("\r\n\r\n"); end != std::string_view::npos) {
+        bytes = bytes.substr(0, end + 4);
+    }
+    for (size_t i = bytes.find('\n'); i != std::string_view::npos; i = bytes.find('\n', i + 1)) {
+        if (i == 0 || bytes[i - 1] != '\r') {
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
 std::optional<ClientRequestParser::Refusal> ClientRequestParser::framing_refusal(
-    beast::error_code ec) const {
+    beast::error_code ec, std::string_view unparsed) const {
     if (refusal_) {
         return refusal_;
+    }
+    const bool head_syntax = ec == http::error::bad_line_ending || ec == http::error::bad_method ||
+                             ec == http::error::bad_target || ec == http::error::bad_version ||
+                             ec == http::error::bad_field || ec == http::error::bad_value;
+    if (head_syntax && !is_header_done() && head_has_bare_lf(unparsed)) {
+        return Refusal{http::status::bad_request,
+                       "a line of the request head ends with a bare LF; end the request line "
+                       "and every header line with CRLF (\\r\\n, RFC 9112 §2.2)"};
     }
     // Beast's own refusals, which stop the parse before on_field_impl sees the field: a
     // Transfer-Encoding after chunked, or Transfer-Encoding and Content-Length in either order.

@@ -78,8 +78,13 @@ public:
     };
     // The same for an HTTP/1.1 request without exactly one Host (400, RFC 9112 §3.2), and
     // 505 for a version other than 1.0 and 1.1 (the HTTP/2 preface).
+    // A line of the head ended by a bare LF (400): RFC 9112 §2.2 lets a server accept it, but
+    // a front proxy that reads it differently could smuggle a request past it, so it is
+    // refused by name rather than as a bad version or value.
     // The refusal behind a parse error `ec`, or nullopt when `ec` is about something else.
-    std::optional<Refusal> framing_refusal(beast::error_code ec) const;
+    // `unparsed`: the bytes the parser stopped at (the head, when it failed there).
+    std::optional<Refusal> framing_refusal(beast::error_code ec,
+                                           std::string_view unparsed = {}) const;
 
 private:
     void on_request_impl(http::verb method, beast::string_view method_string,

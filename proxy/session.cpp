@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "config/config.hpp"
 #include "proxy/client_request.hpp"
 #include "proxy/exchange.hpp"
 #include "proxy/log.hpp"
@@ -166,6 +167,39 @@ beast::error_code Session::parse_buffered(ClientRequestParser& parser, bool body
     return ec;
 }
 
+Task<beast::error_code> Session::read_body(ClientRequestParser& parser, const config::Config& cfg,
+                                           bool& too_slow) {
+    // Apache's mod_reqtimeout MinRate, over nginx's client_body_timeout: a body trickled a
+    // byte just inside every client_body_ms must not hold the connection for ever. After a
+    // grace of client_body_ms, each byte received buys 1/rate seconds more.
+    using clock = Deadline::clock;
+    const auto gap = std::chrono::milliseconds(cfg.client_body_ms);
+    const auto start = clock::now();
+    const int64_t rate = cfg.client_body_min_rate;
+    uint64_t received = 0;
+    auto last_read = start;
+    beast::error_code ec;
+    while (!ec && !parser.is_done()) {
+        auto due = last_read + gap;
+        if (rate > 0) {
+            due = std::min(
+                due, start + gap +
+                         std::chrono::milliseconds(static_cast<int64_t>(received * 1000 / rate)));
+        }
+        deadline_.arm_at(due);
+        auto [bec, bn] = co_await http::async_read_some(stream_, buffer_, parser, use_nothrow);
+        ec = deadline_.settle(bec);
+        const auto now = clock::now();
+        if (ec == beast::error::timeout) {
+            // Bytes kept coming, only too few: the rate ended it, not a stall.
+            too_slow = now - last_read < gap;
+        }
+        last_read = now;
+        received += bn;
+    }
+    co_return ec;
+}
+
 Task<void> Session::run(std::shared_ptr<Session> self) {
     if (refuse_) {
         idle_ = false;
@@ -199,6 +233,7 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
         // its first byte (a head dribbled a byte at a time must not hold the connection for
         // ever), and client_body_ms between two reads of the body.
         beast::error_code ec;
+        bool body_too_slow = false;
         if (buffer_.size() == 0) {
             deadline_.arm(
                 std::chrono::milliseconds(first ? cfg.client_header_ms : cfg.client_idle_ms));
@@ -245,11 +280,8 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
                 if (!ec) {
                     ec = parse_buffered(parser, true);
                 }
-                while (!ec && !parser.is_done()) {
-                    deadline_.arm(std::chrono::milliseconds(cfg.client_body_ms));
-                    auto [bec, bn] =
-                        co_await http::async_read_some(stream_, buffer_, parser, use_nothrow);
-                    ec = deadline_.settle(bec);
+                if (!ec && !parser.is_done()) {
+                    ec = co_await read_body(parser, cfg, body_too_slow);
                 }
             }
         }
@@ -269,7 +301,15 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
                 dialect = route.dialect;
             }
             if (ec == beast::error::timeout) {
-                if (parser.is_header_done()) {
+                if (body_too_slow) {
+                    co_await reject(http::status::request_timeout,
+                                    "the request body came too slowly: under " +
+                                        std::to_string(cfg.client_body_min_rate) +
+                                        " bytes/s on average after the first " +
+                                        std::to_string(cfg.client_body_ms) +
+                                        " ms (client_body_min_rate); send the body at once",
+                                    version, dialect);
+                } else if (parser.is_header_done()) {
                     co_await reject(http::status::request_timeout,
                                     "the request body stalled: nothing arrived for " +
                                         std::to_string(cfg.client_body_ms) +
@@ -285,7 +325,8 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
                 }
                 break;  // no byte of a request yet: an idle connection, closed quietly
             }
-            if (auto refusal = parser.framing_refusal(ec)) {
+            if (auto refusal = parser.framing_refusal(
+                    ec, {static_cast<const char*>(buffer_.data().data()), buffer_.size()})) {
                 co_await reject(refusal->status, std::move(refusal->message), version, dialect);
                 co_await linger();  // its body was not read: the client may still be sending
             } else if (ec == http::error::body_limit) {

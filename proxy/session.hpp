@@ -17,6 +17,9 @@ namespace infergate {
 
 class Worker;
 class ClientRequestParser;
+namespace config {
+struct Config;
+}
 
 // The body of an error answered before any route ran (a request that could not be read), in
 // `dialect`'s error shape. `message` may quote the client's bytes: it is written by the JSON
@@ -53,6 +56,11 @@ private:
     // Feeds what buffer_ holds to `parser`, with no I/O: up to the end of the head, or with
     // `body` as much of the body as is there. need_more is no error here.
     beast::error_code parse_buffered(ClientRequestParser& parser, bool body);
+    // Reads the rest of the body: at most client_body_ms between two reads and, with
+    // client_body_min_rate, that average rate once the first client_body_ms are over.
+    // `too_slow`: the rate ended it (the error is then beast::error::timeout).
+    Task<beast::error_code> read_body(ClientRequestParser& parser, const config::Config& cfg,
+                                      bool& too_slow);
     // `dialect`: the client's, when its route is known from the request line.
     // `logged`: false when the caller reports it (rate-limited) instead of one line each.
     Task<void> reject(http::status status, std::string message, unsigned version,

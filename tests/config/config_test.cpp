@@ -242,25 +242,30 @@ TEST_CASE("client limits: the connection cap and the request deadlines") {
     CHECK(d.config->max_connections == 0);  // derived from the descriptor limit at start
     CHECK(d.config->client_header_ms == 60000);
     CHECK(d.config->client_body_ms == 60000);
+    CHECK(d.config->client_body_min_rate == 500);
     auto r = load_yaml_text(R"(
 limits: {max_connections: 500}
 client_header_ms: 1500
 client_body_ms: 2500
+client_body_min_rate: 0
 backends: [{url: 'http://127.0.0.1:8000'}]
 )");
     REQUIRE(r.errors.empty());
     CHECK(r.config->max_connections == 500);
     CHECK(r.config->client_header_ms == 1500);
     CHECK(r.config->client_body_ms == 2500);
+    CHECK(r.config->client_body_min_rate == 0);
     auto bad = load_yaml_text(R"(
 limits: {max_connections: -1}
 client_header_ms: 0
 client_body_ms: -5
+client_body_min_rate: -1
 backends: [{url: 'http://127.0.0.1:8000'}]
 )");
     CHECK(has_error(bad, "limits.max_connections: must be >= 1, or 0 to derive it"));
     CHECK(has_error(bad, "client_header_ms: must be > 0"));
     CHECK(has_error(bad, "client_body_ms: must be > 0"));
+    CHECK(has_error(bad, "client_body_min_rate: must be >= 0 (bytes per second; 0: no minimum)"));
 }
 
 TEST_CASE("credentials in a backend URL become Basic auth and are never shown") {

@@ -154,6 +154,7 @@ class RequestDeadlines(unittest.TestCase):
 client_idle_ms: 60000
 client_header_ms: 400
 client_body_ms: 400
+client_body_min_rate: 40
 backends:
   - url: {cls.emu.url}
     dialect: openai
@@ -220,6 +221,23 @@ backends:
         status, _, answer = read_response(s)
         self.assertEqual(status, 200, answer)
         self.assertGreater(len(pieces) * 0.05, 0.4)
+
+    def test_a_body_trickled_under_the_minimum_rate_gets_408(self):
+        # A byte every 100 ms never pauses for client_body_ms (400), but averages 10 bytes/s,
+        # under client_body_min_rate (40): after the 400 ms of grace each byte buys 25 ms, so
+        # the body is refused about half a second in, long before its 10,000 bytes are sent.
+        s = connect(self.proxy.port)
+        self.addCleanup(s.close)
+        s.sendall(b"POST /api/chat HTTP/1.1\r\nHost: infergate\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: 10000\r\n\r\n")
+        started = time.monotonic()
+        self.dribble(s, b"{" + b" " * 9999, 0.1)
+        status, headers, body = read_response(s)
+        elapsed = time.monotonic() - started
+        self.assertEqual(status, 408, body)
+        self.assertEqual(headers.get("connection"), "close")
+        self.assertIn("client_body_min_rate", json.loads(body)["error"])  # Ollama's shape
+        self.assertLess(elapsed, 5.0)
 
     def test_a_connection_that_sends_nothing_is_closed_without_an_answer(self):
         s = connect(self.proxy.port)

@@ -217,4 +217,31 @@ TEST_CASE("client request: an HTTP/2 preface or any version above 1.x gets 505")
     CHECK_FALSE(head_refusal("GET /health HTTP/1.1\r\nHost: h\r\n\r\n").has_value());
 }
 
+TEST_CASE("client request: a bare LF in the head gets 400 naming it, not 505 or 'bad value'") {
+    // RFC 9112 §2.2 lets a server accept a bare LF; a front proxy that does not could be
+    // smuggled past, so it is refused, and by name (it used to read as an HTTP version or a
+    // bad value).
+    const auto bare = [](const std::string& wire) {
+        ClientRequestParser p;
+        beast::error_code ec;
+        const size_t used = p.put(net::buffer(wire), ec);
+        return p.framing_refusal(ec, std::string_view(wire).substr(used));
+    };
+    for (const std::string wire : {"GET /health HTTP/1.1\nHost: h\n\n",
+                                   "POST /v1/completions HTTP/1.1\r\nHost: h\r\nContent-Length: "
+                                   "2\nX-A: b\r\n\r\n{}"}) {
+        CAPTURE(wire);
+        const auto r = bare(wire);
+        REQUIRE(r.has_value());
+        CHECK(r->status == http::status::bad_request);
+        CHECK(r->message.find("bare LF") != std::string::npos);
+        CHECK(r->message.find("CRLF") != std::string::npos);
+    }
+    // The HTTP/2 preface is all CRLF: still 505. A bare LF in the body is the body's business.
+    const auto h2c = bare("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    REQUIRE(h2c.has_value());
+    CHECK(h2c->status == http::status::http_version_not_supported);
+    CHECK_FALSE(bare("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\n\n\n\n").has_value());
+}
+
 }  // namespace infergate
