@@ -96,7 +96,7 @@ Session::Session(Worker& worker, Socket socket, ListenerKind kind, bool refuse)
 
 Session::~Session() {
     worker_.connections().open.fetch_sub(1, std::memory_order_relaxed);
-    worker_.remove_session(registration_);
+    worker_.remove_session(registration_, served_);
 }
 
 void Session::abort_exchange() {
@@ -218,6 +218,10 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
     bool first = true;
     for (;;) {
         idle_ = true;
+        if (!first) {
+            worker_.session_idle(registration_, served_);
+            served_ = true;
+        }
         if (worker_.stopping()) {
             break;
         }

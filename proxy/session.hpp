@@ -74,6 +74,7 @@ private:
     std::list<Session*>::iterator registration_;
     std::string peer_;
     bool idle_ = true;
+    bool served_ = false;                 // a request was served: in the worker's served list
     class Exchange* exchange_ = nullptr;  // the one running, for abort_exchange()
     bool refuse_ = false;
     ListenerKind kind_;

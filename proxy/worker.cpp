@@ -104,17 +104,24 @@ void Worker::backend_unreachable(const beast::error_code& ec) {
 }
 
 bool Worker::shed_oldest_idle() {
-    for (Session* s : sessions_) {
-        if (s->close_if_idle()) {
-            return true;
+    for (const SessionList* list : {&fresh_, &served_}) {
+        for (Session* s : *list) {
+            if (s->close_if_idle()) {
+                return true;
+            }
         }
     }
     return false;
 }
 
+std::vector<Session*> Worker::sessions() const {
+    std::vector<Session*> all(fresh_.begin(), fresh_.end());
+    all.insert(all.end(), served_.begin(), served_.end());
+    return all;
+}
+
 void Worker::abort_in_flight() {
-    const std::vector<Session*> sessions(sessions_.begin(), sessions_.end());
-    for (Session* s : sessions) {
+    for (Session* s : sessions()) {
         s->abort_exchange();
     }
 }
@@ -122,8 +129,7 @@ void Worker::abort_in_flight() {
 void Worker::begin_shutdown() {
     stopping_ = true;
     // close_if_idle may end a session and so unregister it: iterate over a copy.
-    const std::vector<Session*> sessions(sessions_.begin(), sessions_.end());
-    for (Session* s : sessions) {
+    for (Session* s : sessions()) {
         s->close_if_idle();
     }
 }

@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "proxy/deadlines.hpp"
@@ -94,15 +95,26 @@ public:
     // Random hex ids (request ids, completion ids). Per-worker generator: no shared state.
     std::string random_hex(size_t chars);
 
-    // Sessions register themselves so that shutdown can close the idle ones.
-    std::list<Session*>::iterator add_session(Session* s) {
-        return sessions_.insert(sessions_.end(), s);
+    // Sessions register themselves so that shutdown can close the idle ones, and the
+    // connection cap can shed them. Two lists: connections that have not been served a request
+    // yet (in accept order), and the others (in the order they last became idle, nginx's
+    // reusable-connection queue). `served` says which list a session is in.
+    using SessionList = std::list<Session*>;
+    SessionList::iterator add_session(Session* s) { return fresh_.insert(fresh_.end(), s); }
+    void remove_session(SessionList::iterator it, bool served) {
+        (served ? served_ : fresh_).erase(it);
     }
-    void remove_session(std::list<Session*>::iterator it) { sessions_.erase(it); }
+    // A session waits for its next request: to the back of the served list.
+    void session_idle(SessionList::iterator it, bool served) {
+        served_.splice(served_.end(), served ? served_ : fresh_, it);
+    }
     bool stopping() const { return stopping_; }
     ConnectionBudget& connections() { return connections_; }
-    // Closes this worker's oldest connection that waits for a request (keep-alive idle, or a
-    // request head still arriving); false when every one is busy with an exchange.
+    // Closes one of this worker's connections that wait for a request (keep-alive idle, or a
+    // request head still arriving): the oldest that has not been served a request yet (a
+    // flood of silent connections goes first), else the keep-alive connection idle the
+    // longest, so that a client between two requests is the last to go. False when every
+    // one is busy with an exchange.
     bool shed_oldest_idle();
     // Stop accepting keep-alive requests; idle sessions close now, busy ones after their
     // exchange.
@@ -131,7 +143,10 @@ private:
     std::shared_ptr<ClientAuth> auth_;
     std::chrono::steady_clock::time_point last_down_report_{};
     std::mt19937_64 rng_;
-    std::list<Session*> sessions_;  // in accept order: the oldest first
+    // Both lists, copied (closing a session may unregister it).
+    std::vector<Session*> sessions() const;
+    SessionList fresh_;   // not served a request yet: the oldest first
+    SessionList served_;  // served at least one: the longest idle first (busy ones too)
     ConnectionBudget& connections_;
     bool stopping_ = false;
     std::chrono::system_clock::time_point started_ = std::chrono::system_clock::now();

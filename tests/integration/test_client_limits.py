@@ -92,6 +92,43 @@ class FileDescriptorLimit(unittest.TestCase):
         self.assertTrue(proxy.alive())
 
 
+    def test_a_served_keep_alive_client_outlives_silent_connections(self):
+        # At the cap, the connection shed was the oldest in accept order: a keep-alive client
+        # between two requests went first, silent connections opened after it stayed. Now the
+        # connections never served a request go first (the oldest of them), then keep-alive
+        # ones by the time they have been idle.
+        def limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (100, 100))  # cap: 33 connections
+        proxy = Proxy(["--upstream", self.emu.url, "--upstream-dialect", "openai", "--model",
+                       MODEL], preexec=limit)
+        self.addCleanup(proxy.cleanup_files)
+        self.addCleanup(proxy.stop)
+        keep_alive = connect(proxy.port)
+        self.addCleanup(keep_alive.close)
+        keep_alive.sendall(completion_request())
+        self.assertEqual(read_response(keep_alive)[0], 200)
+        silent = [connect(proxy.port) for _ in range(45)]  # 46 in all: 13 over the cap
+        self.addCleanup(lambda: [s.close() for s in silent])
+        silent[12].settimeout(10)
+        self.assertEqual(silent[12].recv(1), b"", "the 13th silent connection was not shed")
+        keep_alive.sendall(completion_request())
+        status, _, body = read_response(keep_alive)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(json.loads(body)["model"], MODEL)
+        self.assertTrue(all(closed(s) for s in silent[:13]))
+        self.assertFalse(any(closed(s) for s in silent[-20:]))
+
+
+def closed(s: socket.socket) -> bool:
+    s.setblocking(False)
+    try:
+        return s.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
 class ConnectionCap(unittest.TestCase):
     """At the cap with every connection busy, a new one is answered 503, not left hanging."""
 
