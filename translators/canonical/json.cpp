@@ -58,6 +58,9 @@ char* Document::copy_text(std::string_view text) {
 bool depth_within_limit(std::string_view body) {
     // Nesting cannot be deeper than the number of brackets: count them first (memchr skips
     // the long bracket-free stretches) and walk the structure only when that bound is too high.
+    if (body.empty()) {
+        return true;  // and memchr must not get the null data() of an empty view
+    }
     size_t brackets = 0;
     for (const char open : {'{', '['}) {
         const char* p = body.data();

@@ -53,7 +53,9 @@ char* nul_terminated_copy(std::string_view text, std::array<char, N>& buf, std::
         spill.resize(text.size() + 1);
         out = spill.data();
     }
-    std::memcpy(out, text.data(), text.size());
+    if (!text.empty()) {  // an empty view's data() may be null, which memcpy must not get
+        std::memcpy(out, text.data(), text.size());
+    }
     out[text.size()] = '\0';
     return out;
 }
