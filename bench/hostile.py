@@ -17,13 +17,14 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import multiprocessing
+import re
 import os
 import resource
 import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,42 +41,54 @@ def start(argv: list[str]) -> tuple[subprocess.Popen, int]:
     raise RuntimeError(f"{argv[0]} did not start")
 
 
-class Bystander(threading.Thread):
-    """Ordinary completions, one after another, reconnecting after an error."""
+def bystander_loop(port: int, pipe) -> None:
+    """Ordinary completions, one after another over a keep-alive connection, reconnecting
+    after an error; answers "take" on `pipe` with what it saw since the last one. A process of
+    its own: as a thread it waited for the attack threads' GIL for milliseconds between two
+    requests, and at the proxy's connection cap a keep-alive connection idle that long is
+    rightly the first to be shed."""
+    latencies: list[float] = []
+    errors = 0
+    conn = None
+    while True:
+        if pipe.poll():
+            if pipe.recv() == "stop":
+                return
+            pipe.send((latencies, errors))
+            latencies, errors = [], 0
+        t0 = time.perf_counter()
+        try:
+            if conn is None:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("POST", "/v1/completions", BODY, {"Content-Type": "application/json"})
+            r = conn.getresponse()
+            r.read()
+            ok = r.status == 200
+        except (OSError, http.client.HTTPException):
+            ok = False
+            conn = None
+        if ok:
+            latencies.append(time.perf_counter() - t0)
+        else:
+            errors += 1
 
+
+class Bystander:
     def __init__(self, port: int):
-        super().__init__(daemon=True)
-        self.port = port
-        self.lock = threading.Lock()
-        self.latencies: list[float] = []
-        self.errors = 0
-        self.stop_flag = threading.Event()
+        self.pipe, child = multiprocessing.Pipe()
+        self.process = multiprocessing.Process(target=bystander_loop, args=(port, child),
+                                               daemon=True)
 
-    def run(self):
-        conn = None
-        while not self.stop_flag.is_set():
-            t0 = time.perf_counter()
-            try:
-                if conn is None:
-                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-                conn.request("POST", "/v1/completions", BODY,
-                             {"Content-Type": "application/json"})
-                r = conn.getresponse()
-                r.read()
-                ok = r.status == 200
-            except (OSError, http.client.HTTPException):
-                ok = False
-                conn = None
-            with self.lock:
-                if ok:
-                    self.latencies.append(time.perf_counter() - t0)
-                else:
-                    self.errors += 1
+    def start(self):
+        self.process.start()
+
+    def stop(self):
+        self.pipe.send("stop")
+        self.process.join(timeout=15)
 
     def take(self) -> tuple[int, int, float, float]:
-        with self.lock:
-            lat, err = self.latencies, self.errors
-            self.latencies, self.errors = [], 0
+        self.pipe.send("take")
+        lat, err = self.pipe.recv()
         if not lat:
             return 0, err, float("nan"), float("nan")
         lat.sort()
@@ -153,7 +166,11 @@ def slowloris(port, seconds, conns=300):
             f"closed {closed}, still open {still_open}")
 
 
-def idle_connections(port, seconds, conns=2000):
+def idle_connections(port, seconds, conns=10000):
+    """Connections that connect and send nothing (the proxy's cap is half its descriptors;
+    at the cap the oldest idle one gives way)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    conns = min(conns, soft - 256)  # room for the bystander and this script
     socks = []
     for _ in range(conns):
         try:
@@ -161,9 +178,19 @@ def idle_connections(port, seconds, conns=2000):
         except OSError:
             break
     time.sleep(seconds)
+    closed = 0
     for s in socks:
+        s.setblocking(False)
+        try:
+            if s.recv(1) == b"":
+                closed += 1  # by the proxy: shed at the cap, or past client_header_ms
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed += 1
         s.close()
-    return f"{len(socks)} idle connections opened"
+    return (f"{len(socks)} idle connections opened, {closed} of them closed by the proxy (shed "
+            f"at its cap, or silent past client_header_ms)")
 
 
 def header_flood(port, seconds):
@@ -194,6 +221,7 @@ def smuggling(port, seconds):
         "TE identity": b"Transfer-Encoding: identity\r\n\r\n{}",
         "obs-fold": b"Content-Length: 2\r\nX-A: 1\r\n b\r\n\r\n{}",
         "NUL": b"X-A: a\x00b\r\nContent-Length: 2\r\n\r\n{}",
+        "bare LF": b"Content-Length: 2\nX-A: b\r\n\r\n{}",
     }
     out = {}
     end = time.monotonic() + seconds
@@ -201,6 +229,88 @@ def smuggling(port, seconds):
         for name, rest in cases.items():
             out[name] = status_of(raw(port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + rest))
     return "answers: " + ", ".join(f"{k} {v}" for k, v in out.items())
+
+
+def slow_body(port, seconds, conns=200):
+    """Heads sent whole, then the body a byte per second: under client_body_min_rate once the
+    first client_body_ms are over, so each gets 408 instead of holding its connection."""
+    socks = []
+    for _ in range(conns):
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                      b"\r\nContent-Length: 100000\r\n\r\n{")
+            socks.append(s)
+        except OSError:
+            break
+    answered: dict[str, int] = {}
+    pending = list(socks)
+    end = time.monotonic() + max(seconds, 6)  # client_body_ms (2 s) and its rate grace
+    while pending and time.monotonic() < end:
+        still = []
+        for s in pending:
+            try:
+                s.sendall(b" ")
+                still.append(s)
+            except OSError:  # answered and closed: read what it said
+                pass
+        pending = still
+        time.sleep(1)
+    for s in socks:
+        s.setblocking(False)
+        try:
+            st = status_of(s.recv(4096))
+        except BlockingIOError:
+            st = "still open"
+        except OSError:
+            st = "reset"
+        answered[st] = answered.get(st, 0) + 1
+        s.close()
+    return f"{len(socks)} bodies at 1 byte/s: {answered}"
+
+
+FAULTS = {  # X-Emulator-Fault values (emulator/options.hpp): the backend misbehaving for one request
+    "reset": False, "reset_midstream": True, "close_midstream": True, "garbage": False,
+    "status:503": False, "stall": False,
+}
+
+
+def backend_faults(port, seconds):
+    """Requests whose backend answer goes wrong (the emulator, told by a header, resets, cuts,
+    stalls or answers garbage for that request only), and a 103 Early Hints before an answer:
+    each ends with a clear error (or the answer) for its own client only."""
+    statuses: dict[str, dict[str, int]] = {}
+    body = json.dumps({"model": MODEL, "prompt": "hello", "max_tokens": 8}).encode()
+    stream_body = json.dumps({"model": MODEL, "prompt": "hello", "max_tokens": 8,
+                              "stream": True}).encode()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for fault, stream in list(FAULTS.items()) + [("interim 103", False)]:
+            headers = {"Content-Type": "application/json"}
+            if fault == "interim 103":
+                headers["X-Emulator-Interim"] = "103"
+            else:
+                headers["X-Emulator-Fault"] = fault
+            # A stalled backend: this client gives up after a second (the proxy must let go
+            # of the upstream request too).
+            conn = http.client.HTTPConnection("127.0.0.1", port,
+                                              timeout=1 if fault == "stall" else 10)
+            try:
+                conn.request("POST", "/v1/completions", stream_body if stream else body, headers)
+                r = conn.getresponse()
+                data = r.read()
+                st = str(r.status)
+                if stream and r.status == 200:
+                    st += " + in-band error" if b'"error"' in data else " (no error event!)"
+            except socket.timeout:
+                st = "client gave up"
+            except (OSError, http.client.HTTPException) as e:
+                st = type(e).__name__
+            finally:
+                conn.close()
+            per = statuses.setdefault(fault, {})
+            per[st] = per.get(st, 0) + 1
+    return "; ".join(f"{k}: {v}" for k, v in statuses.items())
 
 
 def h2_preface(port, seconds):
@@ -230,8 +340,82 @@ def pipelining(port, seconds):
     return f"{n} pipelined requests answered (20 per connection)"
 
 
-ATTACKS = [quiet, slowloris, idle_connections, header_flood, body_flood, smuggling, h2_preface,
-           pipelining]
+ATTACKS = [quiet, slowloris, idle_connections, slow_body, header_flood, body_flood, smuggling,
+           h2_preface, pipelining, backend_faults]
+
+
+def write_config(emu_port: int) -> str:
+    cfg = os.path.join("/tmp", f"infergate-hostile-{os.getpid()}.yaml")
+    with open(cfg, "w") as f:
+        f.write(f"listen: 127.0.0.1:0\naccess_log: off\nlog_level: info\n"
+                f"client_header_ms: 2000\nclient_body_ms: 2000\n"
+                f"backends:\n  - url: http://127.0.0.1:{emu_port}\n    dialect: openai\n"
+                f"    model: {MODEL}\n")
+    return cfg
+
+
+def start_proxy(binary: str, cfg: str, fd_limit: int | None = None
+                ) -> tuple[subprocess.Popen, int, str]:
+    """infergate with its warnings in a file (read after the attack); `fd_limit` sets its soft
+    and hard descriptor limits, as a small container's would be."""
+    log = cfg + (f".{fd_limit}" if fd_limit else "") + ".log"
+
+    def limit():
+        if fd_limit:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit))
+    with open(log, "w") as err:
+        p = subprocess.Popen([binary, "--config", cfg], stdout=subprocess.PIPE, stderr=err,
+                             text=True, preexec_fn=limit)
+    for line in p.stdout:
+        if line.startswith("listening on "):
+            return p, int(line.rsplit(":", 1)[1]), log
+    raise RuntimeError("infergate did not start")
+
+
+def report(name: str, bystander: Bystander, proxy: subprocess.Popen, answer: str, rows: list):
+    n, err, p50, p99 = bystander.take()
+    alive = proxy.poll() is None
+    rows.append((name, n, err, p50, p99, alive, answer))
+    print(f"{name:17} bystander {n:6d} ok {err:3d} errors "
+          f"p50 {p50:6.2f} ms p99 {p99:6.2f} ms  proxy {'up' if alive else 'DOWN'}  "
+          f"| {answer}", flush=True)
+    return alive
+
+
+def fd_limit_scenario(binary: str, cfg: str, seconds: float, rows: list):
+    """A proxy started with 256 descriptors (soft and hard) and 2,000 connections: it caps
+    itself below half of them, sheds the connections idle the longest and logs it; its own
+    bystander keeps being served."""
+    proxy, port, log = start_proxy(binary, cfg, fd_limit=256)
+    bystander = Bystander(port)
+    try:
+        bystander.start()
+        wait_served(bystander)
+        answer = idle_connections(port, seconds, conns=2000)
+        with open(log) as f:
+            text = f.read()
+        wanted = {"the raised descriptor limit": r"file descriptor limit 256\b",
+                  "the shedding": r"connection limit of \d+ reached \(limits.max_connections\): "
+                                  r"closed the oldest idle connection"}
+        missing = [k for k, rx in wanted.items() if not re.search(rx, text)]
+        report("fd_limit (256)", bystander, proxy,
+               f"{answer}; log: " + ("; ".join(l for l in text.splitlines()
+                                               if "limit" in l)[:300]), rows)
+        if missing:
+            rows.append(("fd_limit log", 0, 1, 0, 0, True, "missing log lines"))
+            print(f"fd_limit: the log does not say {missing}")
+    finally:
+        bystander.stop()
+        proxy.terminate()
+        proxy.wait()
+        os.unlink(log)
+
+
+def wait_served(bystander: Bystander):
+    """Until the bystander has had one answer (the proxy is up and routing), then reset."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and bystander.take()[0] == 0:
+        time.sleep(0.05)
 
 
 def main():
@@ -242,38 +426,34 @@ def main():
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # this client opens thousands too
+    print(f"descriptor limit of this client and the proxy: {hard}", flush=True)
     emu, emu_port = start([args.emulator, "--listen", "127.0.0.1:0", "--dialect", "openai",
                            "--model", MODEL, "--quiet"])
-    cfg = os.path.join("/tmp", f"infergate-hostile-{os.getpid()}.yaml")
-    with open(cfg, "w") as f:
-        f.write(f"listen: 127.0.0.1:0\naccess_log: off\nlog_level: error\n"
-                f"client_header_ms: 2000\nclient_body_ms: 2000\n"
-                f"backends:\n  - url: http://127.0.0.1:{emu_port}\n    dialect: openai\n"
-                f"    model: {MODEL}\n")
-    proxy, port = start([args.infergate, "--config", cfg])
+    cfg = write_config(emu_port)
+    rows: list = []
     try:
-        bystander = Bystander(port)
-        bystander.start()
-        time.sleep(1)
-        bystander.take()
-        rows = []
-        for attack in ATTACKS:
-            answer = attack(port, args.seconds)
-            n, err, p50, p99 = bystander.take()
-            alive = proxy.poll() is None
-            rows.append((attack.__name__, n, err, p50, p99, alive, answer))
-            print(f"{attack.__name__:17} bystander {n:6d} ok {err:3d} errors "
-                  f"p50 {p50:6.2f} ms p99 {p99:6.2f} ms  proxy {'up' if alive else 'DOWN'}  "
-                  f"| {answer}", flush=True)
-            if not alive:
-                break
-        bystander.stop_flag.set()
-        bystander.join(timeout=15)
+        proxy, port, log = start_proxy(args.infergate, cfg)
+        try:
+            bystander = Bystander(port)
+            bystander.start()
+            wait_served(bystander)
+            for attack in ATTACKS:
+                answer = attack(port, args.seconds)
+                if not report(attack.__name__, bystander, proxy, answer, rows):
+                    break
+            bystander.stop()
+        finally:
+            proxy.terminate()
+            proxy.wait()
+            os.unlink(log)
+        fd_limit_scenario(args.infergate, cfg, args.seconds, rows)
     finally:
-        proxy.terminate()
         emu.terminate()
         os.unlink(cfg)
-    return 0 if all(r[2] == 0 and r[5] for r in rows) else 1
+    failed = [r[0] for r in rows if r[2] or not r[5]]
+    print("bystander errors or a proxy down in: " + ", ".join(failed) if failed else
+          "every attack: 0 bystander errors, proxy up")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
