@@ -50,6 +50,9 @@ public:
 
     template <class T>
     void read(const YAML::Node& node, const std::string& key, const std::string& path, T& out) {
+        if (!node.IsMap()) {
+            return;  // check_keys said so; operator[] on a scalar or a list would throw
+        }
         const YAML::Node v = node[key];
         if (!v || v.IsNull()) {
             return;
@@ -346,7 +349,8 @@ LoadResult load_yaml_text(std::string_view text) {
     }
     if (const YAML::Node models = root["models"]; models) {
         r.check_keys(models, "models", {"aliases"});
-        if (const YAML::Node aliases = models["aliases"]; aliases && !aliases.IsNull()) {
+        const YAML::Node aliases = models.IsMap() ? models["aliases"] : YAML::Node();
+        if (aliases && !aliases.IsNull()) {
             if (!aliases.IsMap()) {
                 r.fail("models.aliases", "must be a mapping of alias: backend model");
             } else {

@@ -81,6 +81,24 @@ backends:
     CHECK(r.errors.size() >= 8);
 }
 
+TEST_CASE("a section given as a scalar or a list is an error with its path, not an exception") {
+    // config_fuzz found it: `limits: x` made operator[] on a scalar throw YAML::BadSubscript out
+    // of the loader (the process ended in std::terminate instead of naming the key).
+    auto r = load_yaml_text(R"(
+limits: requests on a client connection
+auth: [a, b]
+models: nothing
+backends:
+  - url: http://127.0.0.1:8000
+    timeouts: 5
+)");
+    CHECK_FALSE(r.config);
+    CHECK(has_error(r, "limits: must be a mapping"));
+    CHECK(has_error(r, "auth: must be a mapping"));
+    CHECK(has_error(r, "models: must be a mapping"));
+    CHECK(has_error(r, "backends[0].timeouts: must be a mapping"));
+}
+
 TEST_CASE("broken YAML says where") {
     auto r = load_yaml_text("backends: [\n  {url: 'x'\n");
     CHECK_FALSE(r.config);
