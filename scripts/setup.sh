@@ -16,6 +16,8 @@ PACKAGES=(
   python3 python3-aiohttp curl ca-certificates openssl prometheus
   # the real-engine tests' model, written with llama.cpp's gguf-py (scripts/make_tiny_model.py)
   python3-numpy python3-sentencepiece python3-yaml
+  # the fuzz targets (scripts/sanitize.sh): libFuzzer ships with clang's runtime
+  clang libclang-rt-14-dev
   # benchmarks and baselines
   nginx-light haproxy wrk nghttp2-client valgrind
 )
