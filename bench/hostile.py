@@ -27,18 +27,12 @@ import subprocess
 import sys
 import time
 
+from stack import start, start_emulator, write_config
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 MODEL = "bench-model"
 BODY = json.dumps({"model": MODEL, "prompt": "hello", "max_tokens": 4}).encode()
-
-
-def start(argv: list[str]) -> tuple[subprocess.Popen, int]:
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    for line in p.stdout:
-        if line.startswith("listening on "):
-            return p, int(line.rsplit(":", 1)[1])
-    raise RuntimeError(f"{argv[0]} did not start")
 
 
 def bystander_loop(port: int, pipe) -> None:
@@ -344,16 +338,6 @@ ATTACKS = [quiet, slowloris, idle_connections, slow_body, header_flood, body_flo
            h2_preface, pipelining, backend_faults]
 
 
-def write_config(emu_port: int) -> str:
-    cfg = os.path.join("/tmp", f"infergate-hostile-{os.getpid()}.yaml")
-    with open(cfg, "w") as f:
-        f.write(f"listen: 127.0.0.1:0\naccess_log: off\nlog_level: info\n"
-                f"client_header_ms: 2000\nclient_body_ms: 2000\n"
-                f"backends:\n  - url: http://127.0.0.1:{emu_port}\n    dialect: openai\n"
-                f"    model: {MODEL}\n")
-    return cfg
-
-
 def start_proxy(binary: str, cfg: str, fd_limit: int | None = None
                 ) -> tuple[subprocess.Popen, int, str]:
     """infergate with its warnings in a file (read after the attack); `fd_limit` sets its soft
@@ -364,12 +348,8 @@ def start_proxy(binary: str, cfg: str, fd_limit: int | None = None
         if fd_limit:
             resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit))
     with open(log, "w") as err:
-        p = subprocess.Popen([binary, "--config", cfg], stdout=subprocess.PIPE, stderr=err,
-                             text=True, preexec_fn=limit)
-    for line in p.stdout:
-        if line.startswith("listening on "):
-            return p, int(line.rsplit(":", 1)[1]), log
-    raise RuntimeError("infergate did not start")
+        p, port = start([binary, "--config", cfg], stderr=err, preexec_fn=limit)
+    return p, port, log
 
 
 def report(name: str, bystander: Bystander, proxy: subprocess.Popen, answer: str, rows: list):
@@ -427,9 +407,9 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # this client opens thousands too
     print(f"descriptor limit of this client and the proxy: {hard}", flush=True)
-    emu, emu_port = start([args.emulator, "--listen", "127.0.0.1:0", "--dialect", "openai",
-                           "--model", MODEL, "--quiet"])
-    cfg = write_config(emu_port)
+    emu, emu_port = start_emulator(args.emulator, MODEL)
+    cfg = write_config("hostile", emu_port, MODEL,
+                       "log_level: info\nclient_header_ms: 2000\nclient_body_ms: 2000\n")
     rows: list = []
     try:
         proxy, port, log = start_proxy(args.infergate, cfg)
