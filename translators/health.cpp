@@ -34,7 +34,7 @@ canonical::Result<HealthCall> health_call(BackendDialect backend, bool deep,
                        ? canonical::Dialect::openai_chat
                        : canonical::Dialect::openai_completions;
     ping.prompts.push_back(canonical::Prompt{"ping", {}, false});
-    ping.messages.push_back(canonical::ChatMessage{"user", "ping", ""});
+    ping.messages.push_back(canonical::text_message("user", "ping"));
     const Pairing pairing = pair_dialects(ping.dialect, ping.kind, backend);
     if (pairing.refusal) {
         return *pairing.refusal;

@@ -257,6 +257,27 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
         }
     }
 
+    for (size_t i = 0; i < req.messages.size(); ++i) {
+        const ChatMessage& m = req.messages[i];
+        const std::string at = "messages[" + std::to_string(i) + "]";
+        if (!m.tool_calls.empty()) {
+            return bad_request("'" + at +
+                                   ".tool_calls': an assistant turn's tool calls are not "
+                                   "translated to the Anthropic Messages API yet (its tool_use "
+                                   "blocks); send the conversation to a backend of the client's "
+                                   "own family",
+                               at + ".tool_calls");
+        }
+        if (!m.reasoning.empty()) {
+            const std::string param =
+                at + (req.dialect == Dialect::ollama_chat ? ".thinking" : ".reasoning_content");
+            return bad_request("'" + param +
+                                   "': an assistant turn's reasoning cannot be sent to the "
+                                   "Anthropic Messages API (its thinking blocks must carry "
+                                   "Anthropic's own signature); send the history without it",
+                               param);
+        }
+    }
     // Strict user/assistant alternation: consecutive same-role messages are merged (joined by a
     // blank line), which is what Anthropic itself does with consecutive user turns. System and
     // developer messages, wherever they are, go to the top-level `system`.

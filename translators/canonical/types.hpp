@@ -83,11 +83,42 @@ struct Prompt {
     bool is_tokens = false;
 };
 
+// A tool call an assistant made: `arguments` is the JSON text of the arguments object exactly
+// as the producer wrote it (OpenAI carries it as a string; a dialect that carries an object,
+// Ollama's, serialises it compactly), so that it goes on byte for byte where both sides carry
+// a string.
+struct ToolCall {
+    std::string id;
+    std::string name;
+    std::string arguments;
+
+    bool operator==(const ToolCall&) const = default;
+};
+
 struct ChatMessage {
     std::string role;     // system, developer, user, assistant, tool
     std::string content;  // text parts joined
     std::string name;     // optional
+    std::vector<ToolCall> tool_calls;  // an assistant's calls, in order
+    std::string tool_call_id;          // role tool: the call this message answers
+    // An assistant turn's reasoning as the client sent it back in the history (Ollama
+    // `thinking`, vLLM/SGLang `reasoning_content`).
+    std::string reasoning;
+    // The client's content parts as it sent them (compact JSON), when they were not all text
+    // (images, audio, files): an encoder of the client's own family writes them back as they
+    // were; the others refuse the request (non_text_content).
+    std::string parts_json;
+
+    bool operator==(const ChatMessage&) const = default;
 };
+
+// A message of text only.
+inline ChatMessage text_message(std::string role, std::string content) {
+    ChatMessage m;
+    m.role = std::move(role);
+    m.content = std::move(content);
+    return m;
+}
 
 // One logit bias: `bias` is added to token `token`'s logit before sampling (OpenAI's scale,
 // -100 to 100; -100 in practice bans the token).
@@ -322,6 +353,7 @@ struct TokenLogprob : TokenAlternative {
 struct Choice {
     int index = 0;
     std::string text;  // generated text only (never the prompt)
+    std::vector<ToolCall> tool_calls;  // the assistant's tool calls (chat), in order
     FinishReason finish;
     Usage usage;  // per choice where the dialect reports it (SGLang meta_info)
     std::string id;

@@ -169,9 +169,60 @@ OptErr read_generate(const json::Value& doc, GenerationRequest& req) {
     // one-turn chat, and other backends must get it as one (api-dialects §10.8).
     req.kind = RequestKind::chat;
     if (system && !system->empty()) {
-        req.messages.push_back({"system", *system, {}});
+        req.messages.push_back(canonical::text_message("system", *system));
     }
-    req.messages.push_back({"user", *prompt, {}});
+    req.messages.push_back(canonical::text_message("user", *prompt));
+    return std::nullopt;
+}
+
+// An assistant message's tool_calls: [{"function": {"name", "arguments": {...}}}] (an `id`
+// where the client sent one). The arguments object is kept as its compact JSON text.
+OptErr read_tool_calls(const json::Value& calls, const std::string& path,
+                       std::vector<canonical::ToolCall>& out) {
+    if (!calls.IsArray()) {
+        return bad_request("'" + path +
+                               "' must be an array of {\"function\": {\"name\", "
+                               "\"arguments\"}} objects, got " +
+                               std::string(json::type_name(calls)),
+                           path);
+    }
+    for (rapidjson::SizeType i = 0; i < calls.Size(); ++i) {
+        const std::string at = path + "[" + std::to_string(i) + "]";
+        const json::Value* function =
+            calls[i].IsObject() ? json::find(calls[i], "function") : nullptr;
+        if (function == nullptr || !function->IsObject()) {
+            return bad_request("'" + at +
+                                   ".function' is required: an object with 'name' and "
+                                   "'arguments' (an object)",
+                               at + ".function");
+        }
+        OptErr err;
+        canonical::ToolCall& call = out.emplace_back();
+        std::optional<std::string> id = json::get_string(calls[i], "id", at + ".id", err);
+        std::optional<std::string> name =
+            json::get_string(*function, "name", at + ".function.name", err);
+        if (err) {
+            return err;
+        }
+        if (!name || name->empty()) {
+            return bad_request("'" + at +
+                                   ".function.name' is required: the name of the tool "
+                                   "called",
+                               at + ".function.name");
+        }
+        call.id = id.value_or("");
+        call.name = std::move(*name);
+        const json::Value* arguments = json::find(*function, "arguments");
+        if (arguments == nullptr || arguments->IsNull()) {
+            call.arguments = "{}";
+        } else if (arguments->IsObject()) {
+            call.arguments = json::to_string(*arguments);
+        } else {
+            return bad_request("'" + at + ".function.arguments' must be an object, got " +
+                                   std::string(json::type_name(*arguments)),
+                               at + ".function.arguments");
+        }
+    }
     return std::nullopt;
 }
 
@@ -206,7 +257,25 @@ OptErr read_messages(const json::Value& doc, GenerationRequest& req) {
             images != nullptr && images->IsArray() && !images->Empty()) {
             req.non_text_content = true;
         }
-        req.messages.push_back({std::move(*role), content.value_or(""), {}});
+        ChatMessage& msg = req.messages.emplace_back();
+        msg.role = std::move(*role);
+        msg.content = content.value_or("");
+        // A tool result names the tool it answers (Ollama's tool_name).
+        std::optional<std::string> tool_name =
+            json::get_string(m, "tool_name", path + ".tool_name", err);
+        std::optional<std::string> thinking =
+            json::get_string(m, "thinking", path + ".thinking", err);
+        if (err) {
+            return err;
+        }
+        msg.name = tool_name.value_or("");
+        msg.reasoning = thinking.value_or("");
+        if (const json::Value* calls = json::find(m, "tool_calls");
+            calls != nullptr && !calls->IsNull()) {
+            if (auto e = read_tool_calls(*calls, path + ".tool_calls", msg.tool_calls)) {
+                return e;
+            }
+        }
     }
     return std::nullopt;
 }

@@ -32,6 +32,45 @@ bool generate_shaped(const GenerationRequest& req) {
            (m.size() == 2 && m[0].role == "system" && m[1].role == "user");
 }
 
+// The tool a tool-result message answers: its own name (Ollama's tool_name, OpenAI's legacy
+// name), else the name of the call its tool_call_id refers to in an earlier assistant turn.
+std::string_view tool_name(const GenerationRequest& req, const ChatMessage& m) {
+    if (!m.name.empty() || m.tool_call_id.empty()) {
+        return m.name;
+    }
+    for (const ChatMessage& earlier : req.messages) {
+        for (const canonical::ToolCall& c : earlier.tool_calls) {
+            if (c.id == m.tool_call_id) {
+                return c.name;
+            }
+        }
+    }
+    return {};
+}
+
+// Ollama carries a call's arguments as an object: an OpenAI client's arguments string must
+// hold one (it is written as it is, byte for byte).
+std::optional<canonical::Error> check_tools(const GenerationRequest& req) {
+    for (size_t i = 0; i < req.messages.size(); ++i) {
+        const auto& calls = req.messages[i].tool_calls;
+        for (size_t j = 0; j < calls.size(); ++j) {
+            json::Document doc;
+            if (json::parse(calls[j].arguments, doc) || !doc.IsObject()) {
+                const std::string param = "messages[" + std::to_string(i) + "].tool_calls[" +
+                                          std::to_string(j) + "].function.arguments";
+                return bad_request(
+                    "'" + param +
+                        "' must hold a JSON object to be sent to an Ollama "
+                        "backend (Ollama carries arguments as an object); got " +
+                        (calls[j].arguments.empty() ? std::string("nothing")
+                                                    : "'" + calls[j].arguments + "'"),
+                    param);
+            }
+        }
+    }
+    return std::nullopt;
+}
+
 std::optional<canonical::Error> check(const GenerationRequest& req, const SamplingParams& s) {
     if (s.n > 1) {
         const std::string param = canonical::client_param(req.dialect, "n");
@@ -174,6 +213,9 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     if (auto err = check(req, *sampling)) {
         return std::move(*err);
     }
+    if (auto err = check_tools(req)) {
+        return std::move(*err);
+    }
     std::string body;
     body.reserve(256 + (req.prompts.empty() ? 0 : req.prompts.front().text.size()) +
                  (req.messages.empty() ? 0 : req.messages.back().content.size()));
@@ -205,6 +247,32 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
             json::string(w, m.role == "developer" ? std::string_view("system") : m.role);
             json::key(w, "content");
             json::string(w, m.content);
+            if (!m.reasoning.empty()) {
+                json::key(w, "thinking");
+                json::string(w, m.reasoning);
+            }
+            if (!m.tool_calls.empty()) {
+                json::key(w, "tool_calls");
+                w.StartArray();
+                for (const canonical::ToolCall& c : m.tool_calls) {
+                    w.StartObject();
+                    json::key(w, "function");
+                    w.StartObject();
+                    json::key(w, "name");
+                    json::string(w, c.name);
+                    json::key(w, "arguments");
+                    json::write_raw(w, c.arguments);  // checked to be an object: check_tools
+                    w.EndObject();
+                    w.EndObject();
+                }
+                w.EndArray();
+            }
+            if (m.role == "tool") {
+                if (std::string_view tool = tool_name(req, m); !tool.empty()) {
+                    json::key(w, "tool_name");
+                    json::string(w, tool);
+                }
+            }
             w.EndObject();
         }
         w.EndArray();

@@ -173,7 +173,11 @@ std::optional<canonical::Error> decode_content(const json::Value& content, const
                                part_path + ".type");
         }
         if (json::view(*type) != "text") {
+            // Kept whole for a backend of the OpenAI family; any other refuses the request.
             req.non_text_content = true;
+            if (msg.parts_json.empty()) {
+                msg.parts_json = json::to_string(content);
+            }
             continue;
         }
         const json::Value* text = json::find(part, "text");
@@ -186,6 +190,60 @@ std::optional<canonical::Error> decode_content(const json::Value& content, const
         }
         first_text = false;
         msg.content.append(text->GetString(), text->GetStringLength());
+    }
+    return std::nullopt;
+}
+
+// An assistant message's `tool_calls`: [{"id", "type": "function", "function": {"name",
+// "arguments"}}], arguments a string holding JSON (kept as it is, byte for byte).
+std::optional<canonical::Error> decode_tool_calls(const json::Value& calls, const std::string& path,
+                                                  std::vector<canonical::ToolCall>& out) {
+    if (!calls.IsArray()) {
+        return bad_request("'" + path +
+                               "' must be an array of {\"id\", \"type\": \"function\", "
+                               "\"function\": {\"name\", \"arguments\"}} objects, got " +
+                               std::string(json::type_name(calls)),
+                           path);
+    }
+    for (rapidjson::SizeType i = 0; i < calls.Size(); ++i) {
+        const json::Value& c = calls[i];
+        const std::string at = path + "[" + std::to_string(i) + "]";
+        if (!c.IsObject()) {
+            return bad_request(
+                "'" + at + "' must be an object, got " + std::string(json::type_name(c)), at);
+        }
+        std::optional<canonical::Error> err;
+        canonical::ToolCall& call = out.emplace_back();
+        if (auto id = json::get_string(c, "id", at + ".id", err)) {
+            call.id = std::move(*id);
+        }
+        if (auto type = json::get_string(c, "type", at + ".type", err);
+            type && *type != "function") {
+            return bad_request("'" + at + ".type' must be \"function\", got \"" + *type + "\"",
+                               at + ".type");
+        }
+        if (err) {
+            return err;
+        }
+        const json::Value* function = json::find(c, "function");
+        if (function == nullptr || !function->IsObject()) {
+            return bad_request("'" + at +
+                                   ".function' is required: an object with 'name' and "
+                                   "'arguments' (a string holding JSON)",
+                               at + ".function");
+        }
+        const std::string fpath = at + ".function";
+        auto name = json::get_string(*function, "name", fpath + ".name", err);
+        auto arguments = json::get_string(*function, "arguments", fpath + ".arguments", err);
+        if (err) {
+            return err;
+        }
+        if (!name || name->empty()) {
+            return bad_request("'" + fpath + ".name' is required: the name of the tool called",
+                               fpath + ".name");
+        }
+        call.name = std::move(*name);
+        call.arguments = arguments.value_or("");
     }
     return std::nullopt;
 }
@@ -236,8 +294,22 @@ std::optional<canonical::Error> decode_messages(const json::Value* messages,
         if (auto name = json::get_string(m, "name", path + ".name", err)) {
             msg.name = std::move(*name);
         }
+        if (auto id = json::get_string(m, "tool_call_id", path + ".tool_call_id", err)) {
+            msg.tool_call_id = std::move(*id);
+        }
+        // An assistant turn's reasoning sent back (vLLM, SGLang and DeepSeek write it so).
+        if (auto reasoning =
+                json::get_string(m, "reasoning_content", path + ".reasoning_content", err)) {
+            msg.reasoning = std::move(*reasoning);
+        }
         if (err) {
             return err;
+        }
+        if (const json::Value* calls = json::find(m, "tool_calls");
+            calls != nullptr && !calls->IsNull()) {
+            if (auto e = decode_tool_calls(*calls, path + ".tool_calls", msg.tool_calls)) {
+                return e;
+            }
         }
     }
     return std::nullopt;

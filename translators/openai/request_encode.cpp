@@ -70,10 +70,48 @@ void write_messages(json::Writer& w, const GenerationRequest& req) {
         json::key(w, "role");
         json::string(w, m.role);
         json::key(w, "content");
-        json::string(w, m.content);
+        if (!m.parts_json.empty()) {
+            json::write_raw(w, m.parts_json);  // an OpenAI client's parts, images included
+        } else if (m.content.empty() && !m.tool_calls.empty()) {
+            w.Null();  // an assistant turn that only calls tools, as OpenAI writes it
+        } else {
+            json::string(w, m.content);
+        }
         if (!m.name.empty()) {
             json::key(w, "name");
             json::string(w, m.name);
+        }
+        if (!m.tool_calls.empty()) {
+            json::key(w, "tool_calls");
+            w.StartArray();
+            for (const canonical::ToolCall& c : m.tool_calls) {
+                w.StartObject();
+                if (!c.id.empty()) {
+                    json::key(w, "id");
+                    json::string(w, c.id);
+                }
+                json::key(w, "type");
+                json::string(w, "function");
+                json::key(w, "function");
+                w.StartObject();
+                json::key(w, "name");
+                json::string(w, c.name);
+                json::key(w, "arguments");
+                json::string(w, c.arguments);
+                w.EndObject();
+                w.EndObject();
+            }
+            w.EndArray();
+        }
+        if (!m.tool_call_id.empty()) {
+            json::key(w, "tool_call_id");
+            json::string(w, m.tool_call_id);
+        }
+        if (!m.reasoning.empty()) {
+            // vLLM's and SGLang's name for it (their chat templates read it where the model's
+            // does); refused for OpenAI's own API by check_reasoning.
+            json::key(w, "reasoning_content");
+            json::string(w, m.reasoning);
         }
         w.EndObject();
     }
@@ -248,6 +286,21 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     }
     if (auto err = check_logprobs(req, options.flavor, api)) {
         return std::move(*err);
+    }
+    if (options.flavor == Flavor::openai) {
+        for (size_t i = 0; i < req.messages.size(); ++i) {
+            if (!req.messages[i].reasoning.empty()) {
+                const std::string param =
+                    "messages[" + std::to_string(i) + "]." +
+                    (req.dialect == canonical::Dialect::ollama_chat ? "thinking"
+                                                                    : "reasoning_content");
+                return bad_request("'" + param +
+                                       "' (an assistant turn's reasoning) has no place in "
+                                       "OpenAI's API, which takes no reasoning back; send the "
+                                       "history without it",
+                                   param);
+            }
+        }
     }
     const bool openai_client = req.dialect == canonical::Dialect::openai_completions ||
                                req.dialect == canonical::Dialect::openai_chat;

@@ -142,9 +142,12 @@ TEST_CASE("anthropic decode_request: 400s name the field") {
 
 TEST_CASE("anthropic encode_request: exact body, system lifted, same-role turns merged") {
     GenerationRequest req = chat_request(Dialect::openai_chat);
-    req.messages = {{"system", "Be brief.", ""},    {"user", "Hi", ""},
-                    {"user", "there", ""},          {"assistant", "Hello", ""},
-                    {"developer", "No emoji.", ""}, {"user", "Again", ""}};
+    req.messages = {infergate::canonical::text_message("system", "Be brief."),
+                    infergate::canonical::text_message("user", "Hi"),
+                    infergate::canonical::text_message("user", "there"),
+                    infergate::canonical::text_message("assistant", "Hello"),
+                    infergate::canonical::text_message("developer", "No emoji."),
+                    infergate::canonical::text_message("user", "Again")};
     req.sampling.temperature = 0.5;
     req.sampling.top_k = -1;  // OpenAI-family "off": not sent
     req.sampling.stop = {"###"};
@@ -167,7 +170,7 @@ TEST_CASE("anthropic encode_request: exact body, system lifted, same-role turns 
 
 TEST_CASE("anthropic encode_request: max_tokens, model override, same-family extras") {
     GenerationRequest req = chat_request(Dialect::sglang);
-    req.messages = {{"user", "Hi", ""}};
+    req.messages = {infergate::canonical::text_message("user", "Hi")};
     CHECK(encode_ok(req).find(R"("max_tokens":128,)") != std::string::npos);
     req.sampling.max_tokens = 7;
     req.sampling.top_p = 0.25;
@@ -190,7 +193,7 @@ TEST_CASE("anthropic encode_request: max_tokens, model override, same-family ext
 
 TEST_CASE("anthropic encode_request: what cannot be translated is a 400") {
     GenerationRequest base = chat_request(Dialect::openai_chat);
-    base.messages = {{"user", "Hi", ""}};
+    base.messages = {infergate::canonical::text_message("user", "Hi")};
     CHECK(codec().encode_request(base, {}).ok());
 
     GenerationRequest raw = base;
@@ -205,10 +208,10 @@ TEST_CASE("anthropic encode_request: what cannot be translated is a 400") {
     r.sampling.temperature = 1.5;
     check_refused(r, "temperature");
     r = base;
-    r.messages.push_back({"tool", "42", ""});
+    r.messages.push_back(infergate::canonical::text_message("tool", "42"));
     check_refused(r, "messages");
     r = base;
-    r.messages = {{"system", "only a system prompt", ""}};
+    r.messages = {infergate::canonical::text_message("system", "only a system prompt")};
     check_refused(r, "messages");
     r = base;
     r.non_text_content = true;

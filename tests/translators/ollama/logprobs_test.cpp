@@ -57,7 +57,7 @@ TEST_CASE("ollama encode_request: logprobs asked under Ollama's names") {
     GenerationRequest req;
     req.dialect = Dialect::openai_chat;
     req.kind = canonical::RequestKind::chat;
-    req.messages.push_back({"user", "x", ""});
+    req.messages.push_back(infergate::canonical::text_message("user", "x"));
     req.return_logprob = true;
     req.top_logprobs = 2;
     auto body = ollama::chat_codec().encode_request(req, {});

@@ -241,7 +241,7 @@ TEST_CASE("ollama upstream: what cannot be translated is a clear 400") {
     r.kind = RequestKind::chat;
     r.prompts.clear();
     expect_400(r, "messages", "no messages");
-    r.messages.push_back({"user", "x", {}});
+    r.messages.push_back(infergate::canonical::text_message("user", "x"));
     r.non_text_content = true;
     expect_400(r, "messages", "non-text");
 }

@@ -352,7 +352,7 @@ TEST_SUITE("openai logprobs: request encode (upstream)") {
         GenerationRequest req;
         req.dialect = Dialect::ollama_chat;
         req.kind = RequestKind::chat;
-        req.messages = {{"user", "hi", ""}};
+        req.messages = {infergate::canonical::text_message("user", "hi")};
         req.return_logprob = true;
         const std::string body = encode_req(chat(), req, Flavor::vllm);
         CHECK(body.find(R"("logprobs":true)") != std::string::npos);

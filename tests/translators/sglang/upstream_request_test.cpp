@@ -140,7 +140,7 @@ TEST_CASE("sglang encode_request: what SGLang's /generate cannot do is a 400") {
     GenerationRequest chat;
     chat.dialect = Dialect::openai_chat;
     chat.kind = RequestKind::chat;
-    chat.messages.push_back({"user", "hi", ""});
+    chat.messages.push_back(infergate::canonical::text_message("user", "hi"));
     auto r = sglang().encode_request(chat, options);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().status == 400);

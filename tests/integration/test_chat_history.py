@@ -1,0 +1,161 @@
+"""Issue 13, first part, through the real binary: what a chat history carries besides text (an
+assistant's tool calls, the tool results answering them, an assistant's reasoning, image parts)
+reaches the backend of a translated pair, or the request is refused naming it. Before, the
+decoders read role and text only: an agent's second turn reached the backend without the call
+it had made (a 200 for another conversation).
+
+The backends are scripted, each answering in two wire styles (compact and spaced JSON), and
+record what they were sent."""
+
+from __future__ import annotations
+
+import json
+import unittest
+
+from harness import Proxy, post_json, start
+from scripted import ScriptedBackend, json_reply
+
+MODEL = "tool-model"
+ARGUMENTS = '{"city": "Paris", "unit": "\\u00b0C"}'  # as a model wrote it: spaces, an escape
+
+OPENAI_HISTORY = [
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": None, "reasoning_content": "I should call the tool.",
+     "tool_calls": [{"id": "call_1", "type": "function",
+                     "function": {"name": "get_weather", "arguments": ARGUMENTS}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "18 degrees"},
+]
+
+OLLAMA_HISTORY = [
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": "", "thinking": "Call the tool.",
+     "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+    {"role": "tool", "tool_name": "get_weather", "content": "18 degrees"},
+]
+
+
+def chat_answer(text: str) -> dict:
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": MODEL,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11}}
+
+
+def ollama_answer(text: str) -> dict:
+    return {"model": MODEL, "created_at": "2024-07-22T20:33:28.123648Z",
+            "message": {"role": "assistant", "content": text}, "done_reason": "stop",
+            "done": True, "prompt_eval_count": 9, "eval_count": 2}
+
+
+class _Backend(unittest.TestCase):
+    DIALECT = ""
+    ROUTE = ""
+    ANSWER = staticmethod(chat_answer)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.backend = ScriptedBackend()
+        cls.addClassCleanup(cls.backend.stop)
+        cls.style = "compact"
+
+        def answer(_req):
+            return json_reply(cls.ANSWER("It is 18 degrees."), style=cls.style)
+        cls.backend.route("POST", cls.ROUTE, answer)
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.backend.url, "--upstream-dialect",
+                                       cls.DIALECT, "--model", MODEL], model=MODEL)
+
+    def sent(self) -> dict:
+        return json.loads(self.backend.requests_to(self.ROUTE)[-1].body)
+
+    def each_style(self):
+        for style in ("compact", "spaced"):
+            with self.subTest(style=style):
+                type(self).style = style
+                yield style
+
+
+class OpenAIClientToTgi(_Backend):
+    """TGI's OpenAI layer is translated, not passed through: the encoder wrote role and text."""
+    DIALECT = "tgi"
+    ROUTE = "/v1/chat/completions"
+
+    def test_tool_calls_results_and_reasoning_reach_the_backend(self):
+        for _ in self.each_style():
+            r = post_json(self.proxy.port, "/v1/chat/completions",
+                          {"model": MODEL, "messages": OPENAI_HISTORY})
+            self.assertEqual(r.status, 200, r.body[:300])
+            self.assertEqual(r.json()["choices"][0]["message"]["content"], "It is 18 degrees.")
+            messages = self.sent()["messages"]
+            self.assertEqual(messages[1]["tool_calls"], OPENAI_HISTORY[1]["tool_calls"])
+            self.assertIsNone(messages[1]["content"])
+            self.assertEqual(messages[1]["reasoning_content"], "I should call the tool.")
+            self.assertEqual(messages[2]["tool_call_id"], "call_1")
+            # Byte for byte: the arguments string is not re-serialised.
+            raw = self.backend.requests_to(self.ROUTE)[-1].body
+            self.assertIn(json.dumps(ARGUMENTS).encode(), raw)
+
+    def test_image_parts_reach_the_backend(self):
+        parts = [{"type": "text", "text": "What is this?"},
+                 {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]
+        r = post_json(self.proxy.port, "/v1/chat/completions",
+                      {"model": MODEL, "messages": [{"role": "user", "content": parts}]})
+        self.assertEqual(r.status, 200, r.body[:300])
+        self.assertEqual(self.sent()["messages"][0]["content"], parts)
+
+
+class OllamaClientToOllama(_Backend):
+    DIALECT = "ollama"
+    ROUTE = "/api/chat"
+    ANSWER = staticmethod(ollama_answer)
+
+    def test_tool_calls_tool_name_and_thinking_reach_the_backend(self):
+        for _ in self.each_style():
+            r = post_json(self.proxy.port, "/api/chat",
+                          {"model": MODEL, "stream": False, "messages": OLLAMA_HISTORY})
+            self.assertEqual(r.status, 200, r.body[:300])
+            self.assertEqual(r.json()["message"]["content"], "It is 18 degrees.")
+            self.assertEqual(self.sent()["messages"], OLLAMA_HISTORY)
+
+    def test_openai_client_tool_calls_become_ollama_objects(self):
+        r = post_json(self.proxy.port, "/v1/chat/completions",
+                      {"model": MODEL, "messages": OPENAI_HISTORY})
+        self.assertEqual(r.status, 200, r.body[:300])
+        messages = self.sent()["messages"]
+        self.assertEqual(messages[1]["tool_calls"],
+                         [{"function": {"name": "get_weather", "arguments": json.loads(ARGUMENTS)}}])
+        self.assertEqual(messages[1]["thinking"], "I should call the tool.")
+        self.assertEqual(messages[2], {"role": "tool", "content": "18 degrees",
+                                       "tool_name": "get_weather"})
+
+    def test_arguments_that_are_not_an_object_are_refused(self):
+        history = json.loads(json.dumps(OPENAI_HISTORY))
+        history[1]["tool_calls"][0]["function"]["arguments"] = "[1, 2]"
+        before = len(self.backend.requests_to(self.ROUTE))
+        r = post_json(self.proxy.port, "/v1/chat/completions",
+                      {"model": MODEL, "messages": history})
+        self.assertEqual(r.status, 400, r.body[:300])
+        err = r.json()["error"]
+        self.assertEqual(err["param"], "messages[1].tool_calls[0].function.arguments")
+        self.assertIn("Ollama", err["message"])
+        self.assertEqual(len(self.backend.requests_to(self.ROUTE)), before)
+
+
+class OpenAIClientToAnthropic(_Backend):
+    DIALECT = "anthropic"
+    ROUTE = "/v1/messages"
+
+    def test_tool_calls_in_the_history_are_refused_not_dropped(self):
+        before = len(self.backend.requests_to(self.ROUTE))
+        history = [OPENAI_HISTORY[0], dict(OPENAI_HISTORY[1], reasoning_content=None),
+                   {"role": "user", "content": "And tomorrow?"}]
+        r = post_json(self.proxy.port, "/v1/chat/completions",
+                      {"model": MODEL, "max_tokens": 10, "messages": history})
+        self.assertEqual(r.status, 400, r.body[:300])
+        err = r.json()["error"]
+        self.assertEqual(err["param"], "messages[1].tool_calls")
+        self.assertIn("tool_use", err["message"])
+        self.assertEqual(len(self.backend.requests_to(self.ROUTE)), before)
+
+
+if __name__ == "__main__":
+    unittest.main()
