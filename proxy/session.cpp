@@ -235,7 +235,8 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
         // Three deadlines, as nginx has: the wait for a request's first byte (keep-alive idle,
         // or client_header_ms on a new connection), the whole head within client_header_ms of
         // its first byte (a head dribbled a byte at a time must not hold the connection for
-        // ever), and client_body_ms between two reads of the body.
+        // ever), and client_body_ms between two reads of the body, with the body's minimum
+        // average rate on top (read_body).
         beast::error_code ec;
         bool body_too_slow = false;
         if (buffer_.size() == 0) {
