@@ -15,8 +15,9 @@ namespace infergate {
 
 ClientWriter::ClientWriter(Worker& worker, Stream& client, Deadline& deadline,
                            const ClientRequest& request, RequestMeter& meter,
-                           const std::string& request_id)
+                           const std::string& request_id, std::chrono::milliseconds write_timeout)
     : worker_(worker),
+      write_timeout_(write_timeout),
       client_(client),
       deadline_(deadline),
       request_(request),
@@ -52,7 +53,7 @@ bool ClientWriter::settled(beast::error_code ec) {
 }
 
 void ClientWriter::arm() {
-    deadline_.arm(std::chrono::milliseconds(worker_.config().client_idle_ms));
+    deadline_.arm(write_timeout_);
 }
 
 Task<bool> ClientWriter::send(http::status status, std::string body,

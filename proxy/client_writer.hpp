@@ -5,6 +5,7 @@
 // (the head GET would have, no body) and keep-alive. Every write is timed by the session's
 // deadline; a write that fails marks the request client_disconnect in its meter.
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,8 +28,11 @@ class Codec;
 
 class ClientWriter {
 public:
+    // `write_timeout`: the longest a write may wait for the client (client_idle_ms of the
+    // config the request started on).
     ClientWriter(Worker& worker, Stream& client, Deadline& deadline, const ClientRequest& request,
-                 RequestMeter& meter, const std::string& request_id);
+                 RequestMeter& meter, const std::string& request_id,
+                 std::chrono::milliseconds write_timeout);
     ClientWriter(const ClientWriter&) = delete;
     ClientWriter& operator=(const ClientWriter&) = delete;
 
@@ -61,6 +65,7 @@ private:
     bool settled(beast::error_code ec);
 
     Worker& worker_;
+    std::chrono::milliseconds write_timeout_;
     Stream& client_;
     Deadline& deadline_;
     const ClientRequest& request_;

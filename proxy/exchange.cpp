@@ -23,8 +23,9 @@ Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
       peer_(peer),
       request_id_(),
       watch_(watch),
-      meter_(worker, request_.body().size()),
-      client_(worker, client, client_deadline, request_, meter_, request_id_),
+      meter_(worker, pool_->backend().name, request_.body().size()),
+      client_(worker, client, client_deadline, request_, meter_, request_id_,
+              std::chrono::milliseconds(config_->client_idle_ms)),
       upstream_(worker, *pool_, auth_.get(), watch, meter_, request_, request_id_),
       listener_(listener) {
     const auto rid = request_["X-Request-Id"];

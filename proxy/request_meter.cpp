@@ -122,8 +122,11 @@ void log_failure(std::string_view request_id, int status, std::string_view outco
     log::warn(failure_line(request_id, status, outcome, failure));
 }
 
-RequestMeter::RequestMeter(Worker& worker, uint64_t bytes_in)
-    : worker_(worker), received_(std::chrono::steady_clock::now()), bytes_in_(bytes_in) {}
+RequestMeter::RequestMeter(Worker& worker, std::string_view backend_name, uint64_t bytes_in)
+    : worker_(worker),
+      backend_name_(backend_name),
+      received_(std::chrono::steady_clock::now()),
+      bytes_in_(bytes_in) {}
 
 void RequestMeter::start_generation(std::string_view front, RouteLabel route) {
     generation_ = true;
@@ -237,7 +240,7 @@ void RequestMeter::write_access_log(int fd, const ClientRequest& request,
     write_string(w, "path", request.target().substr(0, 256));
     write_string(w, "front", front_name_);
     write_string(w, "back", back_name_);
-    write_string(w, "backend", worker_.pool().backend().name);
+    write_string(w, "backend", backend_name_);
     if (!key_name_.empty()) {
         write_string(w, "key", key_name_);  // the key's configured name, never the key
     }

@@ -51,7 +51,9 @@ void log_failure(std::string_view request_id, int status, std::string_view outco
 // One request's measurements; lives in its exchange, on one worker thread.
 class RequestMeter {
 public:
-    RequestMeter(Worker& worker, uint64_t bytes_in);
+    // `backend_name`: of the backend pool the request started on (a reload may change the
+    // worker's while it runs); it must outlive the meter.
+    RequestMeter(Worker& worker, std::string_view backend_name, uint64_t bytes_in);
     RequestMeter(const RequestMeter&) = delete;
     RequestMeter& operator=(const RequestMeter&) = delete;
 
@@ -104,6 +106,7 @@ private:
                           std::string_view peer, int status, double e2e) const;
 
     Worker& worker_;
+    std::string_view backend_name_;
     std::chrono::steady_clock::time_point received_;
     bool generation_ = false;
     RequestRecord record_;

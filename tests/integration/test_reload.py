@@ -5,6 +5,7 @@ client keys reload with the config; infergate_config_reloads_total{result} count
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import tempfile
@@ -20,9 +21,10 @@ CMPL_BODY = {"model": MODEL, "prompt": "hello", "max_tokens": 2}
 
 
 def config(upstream: str, aliases: dict[str, str] | None = None, keys_path: str | None = None,
-           extra: str = "") -> str:
+           extra: str = "", name: str = "default") -> str:
     text = "admin_listen: 127.0.0.1:0\n"
-    text += f"backends:\n  - url: {upstream}\n    dialect: openai\n    model: {MODEL}\n"
+    text += (f"backends:\n  - name: {name}\n    url: {upstream}\n    dialect: openai\n"
+             f"    model: {MODEL}\n")
     if aliases:
         text += "models:\n  aliases:\n" + "".join(f"    {a}: {t}\n" for a, t in aliases.items())
     if keys_path:
@@ -221,7 +223,7 @@ class ReloadDuringStream(unittest.TestCase):
         cls.other = start(cls, Emulator, "openai", MODEL, ["--quiet"])
 
     def test_stream_in_flight_finishes(self):
-        p = Proxy(config_yaml=config(self.emu.url), wait_ready=False)
+        p = Proxy(config_yaml=config(self.emu.url, name="first"), wait_ready=False)
         self.addCleanup(p.cleanup_files)
         self.addCleanup(p.stop)
         p.wait_ready(model=MODEL)
@@ -232,13 +234,18 @@ class ReloadDuringStream(unittest.TestCase):
         first = s.next_events()
         self.assertTrue(first and not any(e.done for e in first))
         # Another backend (a new pool, the old one retired) and another alias, mid-stream.
-        rewrite(p.config_path, config(self.other.url, {"mid-alias": MODEL}))
+        rewrite(p.config_path, config(self.other.url, {"mid-alias": MODEL}, name="second"))
         r = request(p.admin_port, "POST", "/-/reload")
         self.assertEqual(r.status, 200, r.body)
         self.assertEqual(r.json()["changed"], ["backends[0]", "models.aliases"])
         rest = s.read_all()
         self.assertTrue(rest and rest[-1].done, [e.data for e in rest[-3:]])
         self.assertGreaterEqual(len(first) + len(rest), 10)
+        # Its access-log line names the backend it ran on, not the one configured since.
+        log = wait_until(lambda: [json.loads(line) for line in p.stderr_text().splitlines()
+                                  if line.startswith("{") and '"/v1/completions"' in line], 10,
+                         what="the stream's access-log line")
+        self.assertEqual(log[0]["backend"], "first", log[0])
         # New requests go to the new backend, which was probed again.
         r = post_json(p.port, "/v1/completions", dict(CMPL_BODY, model="mid-alias"))
         self.assertEqual(r.status, 200, r.body)

@@ -37,7 +37,7 @@ struct Rig {
     Stream stream{worker.io().get_executor()};
     Deadline deadline{worker.deadlines()};
     ClientRequest request;
-    RequestMeter meter{worker, 0};
+    RequestMeter meter{worker, "test-backend", 0};
     std::string request_id = "rid-1";
     std::unique_ptr<ClientWriter> writer;
 
@@ -47,8 +47,8 @@ struct Rig {
         peer.connect(acceptor.local_endpoint());
         acceptor.accept(stream.socket());
         deadline.attach(stream.socket());
-        writer =
-            std::make_unique<ClientWriter>(worker, stream, deadline, request, meter, request_id);
+        writer = std::make_unique<ClientWriter>(worker, stream, deadline, request, meter,
+                                                request_id, std::chrono::milliseconds(5000));
     }
 
     // Runs `task` to its end on the worker's context; returns its result.
