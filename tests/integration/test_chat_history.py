@@ -157,5 +157,92 @@ class OpenAIClientToAnthropic(_Backend):
         self.assertEqual(len(self.backend.requests_to(self.ROUTE)), before)
 
 
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Weather now",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+
+
+class ToolsOpenAIClientToOllama(unittest.TestCase):
+    """An OpenAI client's tools to an Ollama backend, and its tool calls back (whole answers):
+    before, 'tools' was refused on another family, and a tool call was a 502."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.backend = ScriptedBackend()
+        cls.addClassCleanup(cls.backend.stop)
+        cls.style = "compact"
+        answer = {"model": MODEL, "created_at": "2024-07-22T20:33:28.123648Z",
+                  "message": {"role": "assistant", "content": "", "tool_calls": [
+                      {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+                  "done_reason": "stop", "done": True, "prompt_eval_count": 9, "eval_count": 5}
+        cls.backend.route("POST", "/api/chat", lambda _r: json_reply(answer, style=cls.style))
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.backend.url, "--upstream-dialect",
+                                       "ollama", "--model", MODEL], model=MODEL)
+
+    def test_tools_go_and_tool_calls_come_back(self):
+        for style in ("compact", "spaced"):
+            with self.subTest(style=style):
+                type(self).style = style
+                r = post_json(self.proxy.port, "/v1/chat/completions",
+                              {"model": MODEL, "tools": TOOLS,
+                               "messages": [{"role": "user", "content": "Weather in Paris?"}]})
+                self.assertEqual(r.status, 200, r.body[:300])
+                sent = json.loads(self.backend.requests_to("/api/chat")[-1].body)
+                self.assertEqual(sent["tools"], TOOLS)
+                choice = r.json()["choices"][0]
+                self.assertEqual(choice["finish_reason"], "tool_calls")
+                self.assertIsNone(choice["message"]["content"])
+                calls = choice["message"]["tool_calls"]
+                self.assertEqual(len(calls), 1)
+                self.assertTrue(calls[0]["id"].startswith("call_"), calls[0])
+                self.assertEqual(calls[0]["function"]["name"], "get_weather")
+                self.assertEqual(json.loads(calls[0]["function"]["arguments"]), {"city": "Paris"})
+
+    def test_tool_choice_ollama_cannot_honour_is_refused(self):
+        r = post_json(self.proxy.port, "/v1/chat/completions",
+                      {"model": MODEL, "tools": TOOLS, "tool_choice": "required",
+                       "messages": [{"role": "user", "content": "Weather in Paris?"}]})
+        self.assertEqual(r.status, 400, r.body[:300])
+        self.assertEqual(r.json()["error"]["param"], "tool_choice")
+
+
+class ToolsOllamaClientToOpenAI(unittest.TestCase):
+    """An Ollama client's tools to an OpenAI-compatible backend, and its tool calls back."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.backend = ScriptedBackend()
+        cls.addClassCleanup(cls.backend.stop)
+        cls.style = "compact"
+        answer = chat_answer("")
+        answer["choices"][0]["message"] = {
+            "role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_9", "type": "function",
+                 "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}
+        answer["choices"][0]["finish_reason"] = "tool_calls"
+        cls.backend.route("POST", "/v1/chat/completions",
+                          lambda _r: json_reply(answer, style=cls.style))
+        cls.backend.route("GET", "/v1/models", json_reply(
+            {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "vllm"}]}))
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.backend.url, "--upstream-dialect",
+                                       "openai", "--model", MODEL], model=MODEL)
+
+    def test_tools_go_and_tool_calls_come_back(self):
+        for style in ("compact", "spaced"):
+            with self.subTest(style=style):
+                type(self).style = style
+                r = post_json(self.proxy.port, "/api/chat",
+                              {"model": MODEL, "stream": False, "tools": TOOLS,
+                               "messages": [{"role": "user", "content": "Weather in Paris?"}]})
+                self.assertEqual(r.status, 200, r.body[:300])
+                sent = json.loads(self.backend.requests_to("/v1/chat/completions")[-1].body)
+                self.assertEqual(sent["tools"], TOOLS)
+                got = r.json()
+                self.assertEqual(got["message"]["tool_calls"],
+                                 [{"function": {"name": "get_weather",
+                                                "arguments": {"city": "Paris"}}}])
+                self.assertEqual(got["done_reason"], "stop")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "translators/canonical/json.hpp"
 #include "translators/canonical/stream_state.hpp"
 
 namespace infergate::canonical {
@@ -141,12 +142,22 @@ std::string_view sampling_prefix(Dialect d) {
 
 }  // namespace
 
-std::optional<Error> refuse_foreign_extras(const GenerationRequest& req, std::string_view backend) {
+const Extra* find_extra(const GenerationRequest& req, std::string_view key) {
+    for (const Extra& e : req.extras) {
+        if (e.key == key) {
+            return &e;
+        }
+    }
+    return nullptr;
+}
+
+std::optional<Error> refuse_foreign_extras(const GenerationRequest& req, std::string_view backend,
+                                           std::string_view carried) {
     std::string path;
     for (const Extra& e : req.extras) {
         // "infergate.*" keys are markers a codec leaves for itself (TGI's POST / route), not a
         // client's setting.
-        if (!e.inert && !e.key.starts_with("infergate.")) {
+        if (!e.inert && !e.key.starts_with("infergate.") && (carried.empty() || e.key != carried)) {
             path = e.key;
             break;
         }
@@ -240,6 +251,37 @@ Usage StreamState::aggregate_usage() const {
         total.prompt_tokens = usage.prompt_tokens;
     }
     return total;
+}
+
+std::optional<Error> check_function_tools(std::string_view json, std::string_view backend) {
+    json::Document doc;
+    if (json::parse(json, doc) || !doc.IsArray()) {
+        return bad_request(
+            "'tools' must be a list of {\"type\": \"function\", \"function\": "
+            "{...}} objects",
+            "tools");
+    }
+    for (rapidjson::SizeType i = 0; i < doc.Size(); ++i) {
+        const std::string at = "tools[" + std::to_string(i) + "]";
+        const json::Value* type = doc[i].IsObject() ? json::find(doc[i], "type") : nullptr;
+        const json::Value* function = doc[i].IsObject() ? json::find(doc[i], "function") : nullptr;
+        if (type == nullptr || !type->IsString() || json::view(*type) != "function" ||
+            function == nullptr || !function->IsObject()) {
+            return bad_request("'" + at + "' cannot be carried to " + std::string(backend) +
+                                   ": only function tools ({\"type\": \"function\", "
+                                   "\"function\": {...}}) can",
+                               at);
+        }
+        if (const json::Value* strict = json::find(*function, "strict");
+            strict != nullptr && strict->IsBool() && strict->GetBool()) {
+            return bad_request("'" + at + ".function.strict' cannot be carried to " +
+                                   std::string(backend) +
+                                   ", which does not hold a call to its schema that strictly; "
+                                   "leave it out",
+                               at + ".function.strict");
+        }
+    }
+    return std::nullopt;
 }
 
 }  // namespace infergate::canonical

@@ -266,7 +266,19 @@ bool penalties_active(const SamplingParams& s);
 // (`options.mirostat`, `sampling_params.regex`, `parameters.grammar`) and says that only a
 // backend speaking the client's own dialect takes it. `backend` names the backend for the
 // message ("a TGI backend"). nullopt when there is none.
-std::optional<Error> refuse_foreign_extras(const GenerationRequest& req, std::string_view backend);
+// `carried`: a key the backend's encoder writes itself (an OpenAI or Ollama client's `tools`
+// to the other family: one wire shape), not refused.
+std::optional<Error> refuse_foreign_extras(const GenerationRequest& req, std::string_view backend,
+                                           std::string_view carried = {});
+
+// The extra named `key`, or null.
+const Extra* find_extra(const GenerationRequest& req, std::string_view key);
+
+// A client's `tools` for the other family of the one wire shape OpenAI and Ollama share
+// ([{"type": "function", "function": {"name", "description", "parameters"}}]): nullopt when
+// `json` is such a list that `backend` can take as it is, else the 400 naming what it cannot
+// (another tool type, OpenAI's `strict`).
+std::optional<Error> check_function_tools(std::string_view json, std::string_view backend);
 
 // Where a client of `client` wrote the setting the canonical model calls `name` (the field
 // names of SamplingParams, and `include_stop_str_in_output` for keep_stop_str): "max_tokens" is

@@ -23,7 +23,8 @@ canonical::Error upstream_error(std::string message);
 // ...). For a client of another dialect, tool calls cannot be carried: the error that says so.
 std::optional<canonical::Error> carry(const json::Value& doc,
                                       std::optional<canonical::Dialect> client,
-                                      canonical::Carried& out);
+                                      canonical::Carried& out,
+                                      std::vector<canonical::ToolCall>* tool_calls = nullptr);
 // The carried members for an Ollama client (null when they came from another dialect).
 const canonical::Carried* own(const canonical::Carried& carried);
 

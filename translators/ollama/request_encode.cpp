@@ -71,6 +71,27 @@ std::optional<canonical::Error> check_tools(const GenerationRequest& req) {
     return std::nullopt;
 }
 
+// An OpenAI client's function tools go to Ollama as they are (one wire shape); Ollama has no
+// tool_choice: it decides itself whether to call one, which is OpenAI's "auto".
+std::optional<canonical::Error> check_foreign_tools(const GenerationRequest& req) {
+    const canonical::Extra* tools = canonical::find_extra(req, "tools");
+    if (tools == nullptr || tools->inert) {
+        return std::nullopt;
+    }
+    if (auto e = canonical::check_function_tools(tools->json, "an Ollama backend")) {
+        return e;
+    }
+    if (const canonical::Extra* choice = canonical::find_extra(req, "tool_choice");
+        choice != nullptr && choice->json != "\"auto\"" && choice->json != "null") {
+        return bad_request("'tool_choice' " + choice->json +
+                               " cannot be carried to an Ollama backend: Ollama has no "
+                               "tool_choice and decides itself whether to call a tool (\"auto\"); "
+                               "leave it out or send \"auto\"",
+                           "tool_choice");
+    }
+    return std::nullopt;
+}
+
 std::optional<canonical::Error> check(const GenerationRequest& req, const SamplingParams& s) {
     if (s.n > 1) {
         const std::string param = canonical::client_param(req.dialect, "n");
@@ -142,7 +163,10 @@ std::optional<canonical::Error> check(const GenerationRequest& req, const Sampli
                            "Ollama never writes special tokens; leave it out");
     }
     if (!is_ollama(req.dialect)) {
-        return canonical::refuse_foreign_extras(req, kBackend);
+        if (auto e = canonical::refuse_foreign_extras(req, kBackend, "tools")) {
+            return e;
+        }
+        return check_foreign_tools(req);
     }
     return std::nullopt;
 }
@@ -296,6 +320,10 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
             json::key(w, extra.key);
             json::write_raw(w, extra.json);
         }
+    } else if (const canonical::Extra* tools = canonical::find_extra(req, "tools");
+               tools != nullptr && !tools->inert) {
+        json::key(w, "tools");  // checked by check_foreign_tools
+        json::write_raw(w, tools->json);
     }
     w.EndObject();
     return body;

@@ -36,11 +36,37 @@ std::optional<canonical::Error> in_band_error(const json::Value& doc) {
 
 std::optional<canonical::Error> carry(const json::Value& doc,
                                       std::optional<canonical::Dialect> client,
-                                      canonical::Carried& out) {
+                                      canonical::Carried& out,
+                                      std::vector<canonical::ToolCall>* tool_calls) {
     const json::Value* message = json::find(doc, "message");
     if (client && !ollama_dialect(*client)) {
         const json::Value* calls =
             message != nullptr ? json::find(*message, "tool_calls") : nullptr;
+        if (calls != nullptr && calls->IsArray() && !calls->Empty() && tool_calls != nullptr &&
+            *client == canonical::Dialect::openai_chat) {
+            // For an OpenAI chat client (whole answers): each call's arguments object becomes
+            // OpenAI's string, written compactly.
+            for (rapidjson::SizeType i = 0; i < calls->Size(); ++i) {
+                const json::Value& c = (*calls)[i];
+                const json::Value* function = c.IsObject() ? json::find(c, "function") : nullptr;
+                const json::Value* name =
+                    function != nullptr ? json::find(*function, "name") : nullptr;
+                if (name == nullptr || !name->IsString()) {
+                    return upstream_error("the Ollama backend's message.tool_calls[" +
+                                          std::to_string(i) + "] has no function name");
+                }
+                canonical::ToolCall& call = tool_calls->emplace_back();
+                call.name.assign(name->GetString(), name->GetStringLength());
+                if (const json::Value* id = json::find(c, "id"); id != nullptr && id->IsString()) {
+                    call.id.assign(id->GetString(), id->GetStringLength());
+                }
+                const json::Value* arguments = json::find(*function, "arguments");
+                call.arguments = arguments != nullptr && !arguments->IsNull()
+                                     ? json::to_string(*arguments)
+                                     : std::string("{}");
+            }
+            return std::nullopt;
+        }
         if (calls != nullptr && calls->IsArray() && !calls->Empty()) {
             return upstream_error(
                 "the Ollama backend answered with tool calls (message.tool_calls), which "
@@ -102,6 +128,22 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
         json::string(w, text);
         if (carried != nullptr) {
             json::write_carried(w, carried->members, "message.");
+        } else if (choice != nullptr && !choice->tool_calls.empty()) {
+            // Another dialect's tool calls, their arguments checked to hold an object.
+            json::key(w, "tool_calls");
+            w.StartArray();
+            for (const canonical::ToolCall& c : choice->tool_calls) {
+                w.StartObject();
+                json::key(w, "function");
+                w.StartObject();
+                json::key(w, "name");
+                json::string(w, c.name);
+                json::key(w, "arguments");
+                json::write_raw(w, c.arguments);
+                w.EndObject();
+                w.EndObject();
+            }
+            w.EndArray();
         }
         w.EndObject();
     } else {
@@ -203,7 +245,7 @@ Result<GenerationResult> decode_response(std::string_view body, const Generation
         result.model = std::string(json::view(*model));
     }
     canonical::Choice& choice = result.choices.emplace_back();
-    if (auto err = carry(doc, req.dialect, choice.carried)) {
+    if (auto err = carry(doc, req.dialect, choice.carried, &choice.tool_calls)) {
         return std::move(*err);
     }
     if (auto err = read_logprobs(doc, choice.logprobs)) {
@@ -211,6 +253,10 @@ Result<GenerationResult> decode_response(std::string_view body, const Generation
     }
     choice.text.assign(text->GetString(), text->GetStringLength());
     choice.finish = std::move(*finish);
+    if (!choice.tool_calls.empty() && choice.finish.kind == FinishKind::stop) {
+        // Ollama ends a turn that calls tools with "stop"; OpenAI says why: "tool_calls".
+        choice.finish.kind = FinishKind::tool_calls;
+    }
     choice.usage = read_counts(doc);
     result.usage = choice.usage;
     return result;

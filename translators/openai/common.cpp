@@ -147,14 +147,59 @@ void write_usage(json::Writer& w, const canonical::Usage& usage) {
     w.EndObject();
 }
 
+namespace {
+
+// A chat answer's tool_calls for an Ollama client: each {id, type, function: {name, arguments}},
+// the arguments a string holding a JSON object (TGI writes the object itself).
+std::optional<canonical::Error> read_tool_calls(const json::Value& calls,
+                                                std::vector<canonical::ToolCall>& out) {
+    for (rapidjson::SizeType i = 0; i < calls.Size(); ++i) {
+        const json::Value& c = calls[i];
+        const json::Value* function = c.IsObject() ? json::find(c, "function") : nullptr;
+        const json::Value* name = function != nullptr ? json::find(*function, "name") : nullptr;
+        if (name == nullptr || !name->IsString()) {
+            return upstream_error("the backend's tool_calls[" + std::to_string(i) +
+                                  "] has no function name");
+        }
+        canonical::ToolCall& call = out.emplace_back();
+        call.name.assign(name->GetString(), name->GetStringLength());
+        if (const json::Value* id = json::find(c, "id"); id != nullptr && id->IsString()) {
+            call.id.assign(id->GetString(), id->GetStringLength());
+        }
+        const json::Value* arguments = json::find(*function, "arguments");
+        if (arguments != nullptr && arguments->IsString()) {
+            call.arguments.assign(arguments->GetString(), arguments->GetStringLength());
+        } else if (arguments != nullptr && arguments->IsObject()) {
+            call.arguments = json::to_string(*arguments);
+        }
+        json::Document parsed;
+        if (json::parse(call.arguments, parsed) || !parsed.IsObject()) {
+            return upstream_error(
+                "the backend's tool call '" + call.name +
+                "' has arguments that are not a JSON object (" +
+                (call.arguments.empty() ? std::string("none") : "'" + call.arguments + "'") +
+                "), which an Ollama client cannot be given: Ollama carries "
+                "them as an object");
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<canonical::Error> carry(const json::Value& message, std::string_view prefix,
                                       std::optional<canonical::Dialect> client,
-                                      canonical::Carried& out) {
+                                      canonical::Carried& out,
+                                      std::vector<canonical::ToolCall>* tool_calls) {
     if (!client || !message.IsObject()) {
         return std::nullopt;
     }
     if (*client != canonical::Dialect::openai_chat) {
         const json::Value* calls = json::find(message, "tool_calls");
+        if (calls != nullptr && calls->IsArray() && !calls->Empty() && tool_calls != nullptr &&
+            *client == canonical::Dialect::ollama_chat) {
+            return read_tool_calls(*calls, *tool_calls);
+        }
         if (calls != nullptr && calls->IsArray() && !calls->Empty()) {
             return upstream_error(
                 "the backend answered with tool calls (tool_calls), which infergate cannot "

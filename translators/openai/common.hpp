@@ -62,11 +62,14 @@ std::string_view route_finish_reason(canonical::FinishKind kind, Api api);
 
 // What only an OpenAI chat client takes from a chat answer's `message` (or a chunk's `delta`):
 // its members other than role and content (tool_calls, refusal, reasoning_content, ...), keyed
-// "<prefix><key>". For a client of another dialect tool calls cannot be carried: the error that
-// says so.
+// "<prefix><key>". For a client of another dialect, tool calls are read into `tool_calls` where
+// that client's encoder writes them (an Ollama chat client, whole answers: arguments that are
+// not a JSON object are an error, Ollama carries an object); elsewhere the error that says
+// they cannot be carried.
 std::optional<canonical::Error> carry(const json::Value& message, std::string_view prefix,
                                       std::optional<canonical::Dialect> client,
-                                      canonical::Carried& out);
+                                      canonical::Carried& out,
+                                      std::vector<canonical::ToolCall>* tool_calls = nullptr);
 // The carried members for an OpenAI chat client (null when they came from another dialect).
 const canonical::Carried* own(const canonical::Carried& carried);
 

@@ -305,8 +305,18 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     const bool openai_client = req.dialect == canonical::Dialect::openai_completions ||
                                req.dialect == canonical::Dialect::openai_chat;
     if (!openai_client) {
-        if (auto err = canonical::refuse_foreign_extras(req, backend_name(options.flavor))) {
+        // An Ollama client's function tools: OpenAI's own shape.
+        const bool ollama_client = req.dialect == canonical::Dialect::ollama_chat;
+        if (auto err = canonical::refuse_foreign_extras(req, backend_name(options.flavor),
+                                                        ollama_client ? "tools" : "")) {
             return std::move(*err);
+        }
+        if (const canonical::Extra* tools = canonical::find_extra(req, "tools");
+            ollama_client && tools != nullptr && !tools->inert) {
+            if (auto err =
+                    canonical::check_function_tools(tools->json, backend_name(options.flavor))) {
+                return std::move(*err);
+            }
         }
     }
 
@@ -335,6 +345,11 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
             json::key(w, extra.key);
             json::write_raw(w, extra.json);
         }
+    } else if (const canonical::Extra* tools = canonical::find_extra(req, "tools");
+               req.dialect == canonical::Dialect::ollama_chat && tools != nullptr &&
+               !tools->inert) {
+        json::key(w, "tools");  // checked above
+        json::write_raw(w, tools->json);
     }
     if (options.stream) {
         // Ask for usage where the backend accepts it: metrics need the backend's own counts, and

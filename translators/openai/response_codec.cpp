@@ -147,9 +147,38 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
             json::key(w, "role");
             json::string(w, "assistant");
             json::key(w, "content");
-            json::string(w, c.text);
-            if (const canonical::Carried* carried = own(c.carried)) {
+            const canonical::Carried* carried = own(c.carried);
+            if (carried == nullptr && c.text.empty() && !c.tool_calls.empty()) {
+                w.Null();  // a turn that only calls tools, as OpenAI writes it
+            } else {
+                json::string(w, c.text);
+            }
+            if (carried != nullptr) {
                 json::write_carried(w, carried->members, "message.");
+            } else if (!c.tool_calls.empty()) {
+                // Another dialect's tool calls; a call without an id gets one made from the
+                // completion's id and its place (Ollama's calls have none, and a client sends
+                // the id back with the tool's result).
+                json::key(w, "tool_calls");
+                w.StartArray();
+                for (size_t i = 0; i < c.tool_calls.size(); ++i) {
+                    const canonical::ToolCall& call = c.tool_calls[i];
+                    w.StartObject();
+                    json::key(w, "id");
+                    json::string(w, call.id.empty() ? "call_" + result.id + "_" + std::to_string(i)
+                                                    : call.id);
+                    json::key(w, "type");
+                    json::string(w, "function");
+                    json::key(w, "function");
+                    w.StartObject();
+                    json::key(w, "name");
+                    json::string(w, call.name);
+                    json::key(w, "arguments");
+                    json::string(w, call.arguments);
+                    w.EndObject();
+                    w.EndObject();
+                }
+                w.EndArray();
             }
             w.EndObject();
         } else {
@@ -233,7 +262,8 @@ Result<GenerationResult> decode_response(std::string_view body, const Generation
         if (api == Api::chat) {
             if (const json::Value* message = json::find(item, "message")) {
                 text = json::find(*message, "content");
-                if (auto lost = carry(*message, "message.", req.dialect, c.carried)) {
+                if (auto lost =
+                        carry(*message, "message.", req.dialect, c.carried, &c.tool_calls)) {
                     return std::move(*lost);
                 }
             }

@@ -158,7 +158,8 @@ TEST_CASE("ollama encode_error: Ollama's error shape") {
 }
 
 // Issue 16 item 7 (the tool-calling example of Ollama's docs/api.md): an Ollama client in front
-// of an Ollama backend gets the tool calls; another dialect's client a 502 that names them.
+// of an Ollama backend gets the tool calls; an OpenAI chat client gets them translated (issue
+// 13); a client whose dialect does not take them yet a 502 that names them.
 TEST_CASE("ollama same dialect: tool_calls come back whole, or a 502 that says why") {
     constexpr std::string_view body =
         R"({"model":"llama3.2","created_at":"2024-07-22T20:33:28.123648Z","message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_current_weather","arguments":{"format":"celsius","location":"Paris, FR"}}}]},"done_reason":"stop","done":true,"total_duration":885095291,"load_duration":3753500,"prompt_eval_count":122,"prompt_eval_duration":328493000,"eval_count":33,"eval_duration":552222000})";
@@ -174,7 +175,13 @@ TEST_CASE("ollama same dialect: tool_calls come back whole, or a 502 that says w
 
     GenerationRequest openai = req;
     openai.dialect = Dialect::openai_chat;
-    auto lost = ollama::chat_codec().decode_response(body, openai);
+    const GenerationResult translated = decode_ok(ollama::chat_codec(), body, openai);
+    REQUIRE(translated.choices[0].tool_calls.size() == 1);
+    CHECK(translated.choices[0].tool_calls[0].arguments ==
+          R"({"format":"celsius","location":"Paris, FR"})");
+    GenerationRequest anthropic = req;
+    anthropic.dialect = Dialect::anthropic;
+    auto lost = ollama::chat_codec().decode_response(body, anthropic);
     REQUIRE_FALSE(lost.ok());
     CHECK(lost.error().status == 502);
     CHECK(lost.error().message.find("tool_calls") != std::string::npos);

@@ -221,3 +221,117 @@ TEST_CASE("Anthropic backend: tool calls and reasoning in the history are refuse
         {"role":"user","content":"go on"}]})");
     CHECK(refusal(Dialect::anthropic, thinking).param == "messages[1].reasoning_content");
 }
+
+// ---- Tools between OpenAI-family backends and Ollama (one wire shape), whole answers --------
+
+namespace {
+
+constexpr std::string_view kTools =
+    R"([{"type":"function","function":{"name":"get_weather","description":"Weather now",)"
+    R"("parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}])";
+
+std::string member(const std::string& body, std::string_view key) {
+    json::Document doc;
+    REQUIRE_FALSE(json::parse(body, doc));
+    const json::Value* v = json::find(doc, key);
+    return v == nullptr ? std::string("absent") : json::to_string(*v);
+}
+
+}  // namespace
+
+TEST_CASE("tools: an OpenAI client's function tools reach Ollama as they are, and back") {
+    const std::string openai_body = R"({"model":"m","tools":)" + std::string(kTools) +
+                                    R"(,"messages":[{"role":"user","content":"Weather?"}]})";
+    const GenerationRequest from_openai = decode(Dialect::openai_chat, openai_body);
+    CHECK(member(encode(Dialect::ollama_chat, from_openai), "tools") == kTools);
+    const std::string ollama_body = R"({"model":"m","stream":false,"tools":)" +
+                                    std::string(kTools) +
+                                    R"(,"messages":[{"role":"user","content":"Weather?"}]})";
+    const GenerationRequest from_ollama = decode(Dialect::ollama_chat, ollama_body);
+    for (const Flavor flavor : {Flavor::vllm, Flavor::tgi, Flavor::openai}) {
+        CHECK(member(encode(Dialect::openai_chat, from_ollama, flavor), "tools") == kTools);
+    }
+    // What Ollama cannot take is refused, named.
+    struct Case {
+        std::string_view extra;
+        std::string_view param;
+    };
+    const Case cases[] = {
+        {R"("tool_choice":"required")", "tool_choice"},
+        {R"("tool_choice":{"type":"function","function":{"name":"get_weather"}})", "tool_choice"},
+        {R"("tool_choice":"none")", "tool_choice"},
+    };
+    for (const Case& c : cases) {
+        const std::string body = R"({"model":"m","tools":)" + std::string(kTools) + "," +
+                                 std::string(c.extra) +
+                                 R"(,"messages":[{"role":"user","content":"Weather?"}]})";
+        CAPTURE(body);
+        CHECK(refusal(Dialect::ollama_chat, decode(Dialect::openai_chat, body)).param == c.param);
+    }
+    const GenerationRequest strict = decode(
+        Dialect::openai_chat,
+        R"({"model":"m","tools":[{"type":"function","function":{"name":"f","strict":true}}],)"
+        R"("messages":[{"role":"user","content":"x"}]})");
+    CHECK(refusal(Dialect::ollama_chat, strict).param == "tools[0].function.strict");
+    const GenerationRequest custom = decode(
+        Dialect::openai_chat, R"({"model":"m","tools":[{"type":"custom","custom":{"name":"f"}}],)"
+                              R"("messages":[{"role":"user","content":"x"}]})");
+    CHECK(refusal(Dialect::ollama_chat, custom).param == "tools[0]");
+    // Anthropic still takes no foreign tools.
+    CHECK(refusal(Dialect::anthropic, decode(Dialect::ollama_chat, ollama_body)).param == "tools");
+}
+
+TEST_CASE("tools: an OpenAI-family answer's tool calls reach an Ollama client as objects") {
+    const GenerationRequest req = decode(
+        Dialect::ollama_chat, R"({"model":"m","stream":false,"tools":)" + std::string(kTools) +
+                                  R"(,"messages":[{"role":"user","content":"Weather?"}]})");
+    const std::string answer =
+        R"({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",)"
+        R"( "choices": [{"index": 0, "message": {"role": "assistant", "content": null,)"
+        R"( "tool_calls": [{"id": "call_9", "type": "function", "function": {"name": "get_weather",)"
+        R"( "arguments": "{\"city\": \"Paris\"}"}}]}, "finish_reason": "tool_calls"}],)"
+        R"( "usage": {"prompt_tokens": 9, "completion_tokens": 5, "total_tokens": 14}})";
+    auto result = codec_for(Dialect::openai_chat).decode_response(answer, req);
+    REQUIRE(result.ok());
+    REQUIRE(result->choices.size() == 1);
+    REQUIRE(result->choices[0].tool_calls.size() == 1);
+    CHECK(result->choices[0].tool_calls[0].arguments == R"({"city": "Paris"})");
+    std::string out;
+    codec_for(Dialect::ollama_chat).encode_response(*result, req, out);
+    CHECK(member(out, "message") ==
+          R"({"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_weather",)"
+          R"("arguments":{"city":"Paris"}}}]})");
+    CHECK(member(out, "done_reason") == R"("stop")");  // Ollama's own word for it
+    // Arguments that hold no object cannot become Ollama's object: a 502 naming the call.
+    std::string bad = answer;
+    bad.replace(bad.find(R"({\"city\": \"Paris\"})"), 21, "[1]");
+    auto refused = codec_for(Dialect::openai_chat).decode_response(bad, req);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().status == 502);
+    CHECK(refused.error().message.find("get_weather") != std::string::npos);
+}
+
+TEST_CASE("tools: an Ollama answer's tool calls reach an OpenAI client as OpenAI writes them") {
+    const GenerationRequest req =
+        decode(Dialect::openai_chat, R"({"model":"m","tools":)" + std::string(kTools) +
+                                         R"(,"messages":[{"role":"user","content":"Weather?"}]})");
+    const std::string answer =
+        R"({"model":"m","created_at":"2024-07-22T20:33:28.123648Z","message":{"role":"assistant",)"
+        R"("content":"","tool_calls":[{"function":{"name":"get_weather","arguments":{"city": "Paris"}}}]},)"
+        R"("done_reason":"stop","done":true,"prompt_eval_count":9,"eval_count":5})";
+    auto result = codec_for(Dialect::ollama_chat).decode_response(answer, req);
+    REQUIRE(result.ok());
+    REQUIRE(result->choices[0].tool_calls.size() == 1);
+    CHECK(result->choices[0].finish.kind == canonical::FinishKind::tool_calls);
+    result->id = "chatcmpl-7";
+    std::string out;
+    codec_for(Dialect::openai_chat).encode_response(*result, req, out);
+    json::Document doc;
+    REQUIRE_FALSE(json::parse(out, doc));
+    const json::Value& choice = doc["choices"][0];
+    CHECK(
+        json::to_string(choice["message"]) ==
+        R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_chatcmpl-7_0",)"
+        R"("type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]})");
+    CHECK(json::to_string(choice["finish_reason"]) == R"("tool_calls")");
+}
