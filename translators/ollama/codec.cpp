@@ -124,6 +124,23 @@ canonical::Error upstream_error(std::string message) {
     return e;
 }
 
+void write_tool_calls(json::Writer& w, const std::vector<canonical::ToolCall>& calls) {
+    json::key(w, "tool_calls");
+    w.StartArray();
+    for (const canonical::ToolCall& c : calls) {
+        w.StartObject();
+        json::key(w, "function");
+        w.StartObject();
+        json::key(w, "name");
+        json::string(w, c.name);
+        json::key(w, "arguments");
+        json::write_raw(w, c.arguments);
+        w.EndObject();
+        w.EndObject();
+    }
+    w.EndArray();
+}
+
 void write_head(json::Writer& w, std::string_view model, int64_t created_s, const Timing& timing) {
     json::key(w, "model");
     json::string(w, model);

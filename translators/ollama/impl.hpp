@@ -54,6 +54,9 @@ void encode_stream_end(StreamState& state, const Timing& timing, std::string& ou
 void encode_stream_error(const Error& error, StreamState& state, std::string& out);
 void decode_stream_event(std::string_view data, StreamState& state, std::vector<StreamEvent>& out);
 
+// "tool_calls": [{"function": {"name", "arguments"}}], each call's arguments written as they
+// are: the callers have checked that they hold a JSON object (Ollama carries an object).
+void write_tool_calls(json::Writer& w, const std::vector<canonical::ToolCall>& calls);
 // Writes "model", "created_at" as the first members of an object.
 void write_head(json::Writer& w, std::string_view model, int64_t created_s, const Timing& timing);
 // The log probabilities a line carries, as Ollama writes them (api/types.go Logprob: token,

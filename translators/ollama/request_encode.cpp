@@ -276,20 +276,7 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
                 json::string(w, m.reasoning);
             }
             if (!m.tool_calls.empty()) {
-                json::key(w, "tool_calls");
-                w.StartArray();
-                for (const canonical::ToolCall& c : m.tool_calls) {
-                    w.StartObject();
-                    json::key(w, "function");
-                    w.StartObject();
-                    json::key(w, "name");
-                    json::string(w, c.name);
-                    json::key(w, "arguments");
-                    json::write_raw(w, c.arguments);  // checked to be an object: check_tools
-                    w.EndObject();
-                    w.EndObject();
-                }
-                w.EndArray();
+                write_tool_calls(w, m.tool_calls);  // arguments checked by check_tools
             }
             if (m.role == "tool") {
                 if (std::string_view tool = tool_name(req, m); !tool.empty()) {

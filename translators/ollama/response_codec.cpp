@@ -129,21 +129,8 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
         if (carried != nullptr) {
             json::write_carried(w, carried->members, "message.");
         } else if (choice != nullptr && !choice->tool_calls.empty()) {
-            // Another dialect's tool calls, their arguments checked to hold an object.
-            json::key(w, "tool_calls");
-            w.StartArray();
-            for (const canonical::ToolCall& c : choice->tool_calls) {
-                w.StartObject();
-                json::key(w, "function");
-                w.StartObject();
-                json::key(w, "name");
-                json::string(w, c.name);
-                json::key(w, "arguments");
-                json::write_raw(w, c.arguments);
-                w.EndObject();
-                w.EndObject();
-            }
-            w.EndArray();
+            // Another dialect's tool calls, their arguments checked by its decoder.
+            write_tool_calls(w, choice->tool_calls);
         }
         w.EndObject();
     } else {

@@ -187,6 +187,34 @@ std::optional<canonical::Error> read_tool_calls(const json::Value& calls,
 
 }  // namespace
 
+void write_tool_calls(json::Writer& w, const std::vector<canonical::ToolCall>& calls,
+                      std::string_view id_prefix) {
+    json::key(w, "tool_calls");
+    w.StartArray();
+    for (size_t i = 0; i < calls.size(); ++i) {
+        const canonical::ToolCall& c = calls[i];
+        w.StartObject();
+        if (!c.id.empty()) {
+            json::key(w, "id");
+            json::string(w, c.id);
+        } else if (!id_prefix.empty()) {
+            json::key(w, "id");
+            json::string(w, std::string(id_prefix) + std::to_string(i));
+        }
+        json::key(w, "type");
+        json::string(w, "function");
+        json::key(w, "function");
+        w.StartObject();
+        json::key(w, "name");
+        json::string(w, c.name);
+        json::key(w, "arguments");
+        json::string(w, c.arguments);
+        w.EndObject();
+        w.EndObject();
+    }
+    w.EndArray();
+}
+
 std::optional<canonical::Error> carry(const json::Value& message, std::string_view prefix,
                                       std::optional<canonical::Dialect> client,
                                       canonical::Carried& out,

@@ -50,6 +50,11 @@ bool usage_complete(const canonical::Usage& usage);
 // Writes a complete usage object (usage_complete): prompt_tokens, completion_tokens,
 // total_tokens, and prompt_tokens_details.cached_tokens when the cached count is known.
 void write_usage(json::Writer& w, const canonical::Usage& usage);
+// "tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}], the arguments
+// as OpenAI's string. A call without an id gets `id_prefix` + its place, or, with an empty
+// prefix, no "id" (a request's history keeps what the client sent).
+void write_tool_calls(json::Writer& w, const std::vector<canonical::ToolCall>& calls,
+                      std::string_view id_prefix);
 
 // The finish_reason of a finished choice in a whole answer, which OpenAI's schemas require to be
 // one of their values: a backend that did not say why it ended (vLLM's demo server) gets

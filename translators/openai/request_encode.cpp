@@ -82,26 +82,7 @@ void write_messages(json::Writer& w, const GenerationRequest& req) {
             json::string(w, m.name);
         }
         if (!m.tool_calls.empty()) {
-            json::key(w, "tool_calls");
-            w.StartArray();
-            for (const canonical::ToolCall& c : m.tool_calls) {
-                w.StartObject();
-                if (!c.id.empty()) {
-                    json::key(w, "id");
-                    json::string(w, c.id);
-                }
-                json::key(w, "type");
-                json::string(w, "function");
-                json::key(w, "function");
-                w.StartObject();
-                json::key(w, "name");
-                json::string(w, c.name);
-                json::key(w, "arguments");
-                json::string(w, c.arguments);
-                w.EndObject();
-                w.EndObject();
-            }
-            w.EndArray();
+            write_tool_calls(w, m.tool_calls, {});
         }
         if (!m.tool_call_id.empty()) {
             json::key(w, "tool_call_id");

@@ -159,26 +159,7 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
                 // Another dialect's tool calls; a call without an id gets one made from the
                 // completion's id and its place (Ollama's calls have none, and a client sends
                 // the id back with the tool's result).
-                json::key(w, "tool_calls");
-                w.StartArray();
-                for (size_t i = 0; i < c.tool_calls.size(); ++i) {
-                    const canonical::ToolCall& call = c.tool_calls[i];
-                    w.StartObject();
-                    json::key(w, "id");
-                    json::string(w, call.id.empty() ? "call_" + result.id + "_" + std::to_string(i)
-                                                    : call.id);
-                    json::key(w, "type");
-                    json::string(w, "function");
-                    json::key(w, "function");
-                    w.StartObject();
-                    json::key(w, "name");
-                    json::string(w, call.name);
-                    json::key(w, "arguments");
-                    json::string(w, call.arguments);
-                    w.EndObject();
-                    w.EndObject();
-                }
-                w.EndArray();
+                write_tool_calls(w, c.tool_calls, "call_" + result.id + "_");
             }
             w.EndObject();
         } else {
