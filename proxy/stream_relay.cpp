@@ -23,7 +23,8 @@ bool StreamRelay::take(const canonical::StreamEvent& d, bool& usage_only) {
     }
     usage_only = d.type == canonical::StreamEvent::Type::usage;
     const int64_t tokens = tally_.add(d);
-    if (d.type == canonical::StreamEvent::Type::chunk && !d.text.empty()) {
+    if (d.type == canonical::StreamEvent::Type::chunk &&
+        (!d.text.empty() || !d.tool_calls.empty())) {
         content_tokens_ += tokens;
     }
     encode(d);

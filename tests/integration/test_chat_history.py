@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import unittest
 
-from harness import Proxy, post_json, start
-from scripted import ScriptedBackend, json_reply
+from harness import Proxy, post_json, start, stream
+from scripted import ScriptedBackend, dumps, json_reply, ndjson_reply, sse_reply
 
 MODEL = "tool-model"
 ARGUMENTS = '{"city": "Paris", "unit": "\\u00b0C"}'  # as a model wrote it: spaces, an escape
@@ -122,7 +122,8 @@ class OllamaClientToOllama(_Backend):
         self.assertEqual(r.status, 200, r.body[:300])
         messages = self.sent()["messages"]
         self.assertEqual(messages[1]["tool_calls"],
-                         [{"function": {"name": "get_weather", "arguments": json.loads(ARGUMENTS)}}])
+                         [{"id": "call_1", "function": {"name": "get_weather",
+                                                        "arguments": json.loads(ARGUMENTS)}}])
         self.assertEqual(messages[1]["thinking"], "I should call the tool.")
         self.assertEqual(messages[2], {"role": "tool", "content": "18 degrees",
                                        "tool_name": "get_weather"})
@@ -238,10 +239,147 @@ class ToolsOllamaClientToOpenAI(unittest.TestCase):
                 sent = json.loads(self.backend.requests_to("/v1/chat/completions")[-1].body)
                 self.assertEqual(sent["tools"], TOOLS)
                 got = r.json()
+                # Ollama's own shape (api/types.go ToolCall): the id, and the call's index.
                 self.assertEqual(got["message"]["tool_calls"],
-                                 [{"function": {"name": "get_weather",
-                                                "arguments": {"city": "Paris"}}}])
+                                 [{"id": "call_9", "function": {"index": 0, "name": "get_weather",
+                                                                "arguments": {"city": "Paris"}}}])
                 self.assertEqual(got["done_reason"], "stop")
+
+
+def ollama_lines(style: str) -> list[str]:
+    """An Ollama backend streaming two tool calls as it does (server/routes.go: each call whole,
+    on a line of its own, with an id and its index; the turn ends with done_reason "stop")."""
+    head = {"model": MODEL, "created_at": "2024-07-22T20:33:28.123648Z"}
+    calls = [{"id": "call_ab12cd34", "function": {"index": 0, "name": "get_weather",
+                                                   "arguments": {"city": "Paris"}}},
+             {"id": "call_ef56gh78", "function": {"index": 1, "name": "get_time",
+                                                   "arguments": {"zone": "CET", "h24": True}}}]
+    lines = [dict(head, message={"role": "assistant", "content": "", "tool_calls": [c]},
+                  done=False) for c in calls]
+    lines.append(dict(head, message={"role": "assistant", "content": ""}, done_reason="stop",
+                      done=True, prompt_eval_count=9, eval_count=12))
+    return [dumps(line, style) for line in lines]
+
+
+def openai_chunks(style: str, arguments: tuple[str, ...] = ('{"city": ', '"Par', 'is"}')) -> list[str]:
+    """An OpenAI-compatible backend streaming two parallel tool calls as vLLM does: each call's
+    first delta with its id, type and name, then its arguments in fragments."""
+    def chunk(delta: dict | None, finish: str | None = None, usage: dict | None = None) -> str:
+        doc = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+               "model": MODEL, "choices": [] if delta is None else
+               [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+        if usage:
+            doc["usage"] = usage
+        return dumps(doc, style)
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    for index, (cid, name, fragments) in enumerate(
+            [("chatcmpl-tool-1", "get_weather", arguments),
+             ("chatcmpl-tool-2", "get_time", ('{"zone": "CET"}',))]):
+        out.append(chunk({"tool_calls": [{"index": index, "id": cid, "type": "function",
+                                          "function": {"name": name, "arguments": ""}}]}))
+        out += [chunk({"tool_calls": [{"index": index, "function": {"arguments": f}}]})
+                for f in fragments]
+    out.append(chunk({}, "tool_calls"))
+    out.append(chunk(None, usage={"prompt_tokens": 9, "completion_tokens": 12,
+                                  "total_tokens": 21}))
+    out.append("[DONE]")
+    return out
+
+
+class StreamedToolsOpenAIClientToOllama(unittest.TestCase):
+    """An Ollama backend's streamed tool calls reach an OpenAI client as deltas the SDK
+    assembles; before, each was an in-band error."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.backend = ScriptedBackend()
+        cls.addClassCleanup(cls.backend.stop)
+        cls.style = "compact"
+        cls.backend.route("POST", "/api/chat", lambda _r: ndjson_reply(
+            ollama_lines(cls.style), split=3, crlf=cls.style == "spaced"))
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.backend.url, "--upstream-dialect",
+                                       "ollama", "--model", MODEL], model=MODEL)
+
+    def test_each_call_is_one_delta_and_the_finish_says_tool_calls(self):
+        for style in ("compact", "spaced"):
+            with self.subTest(style=style):
+                type(self).style = style
+                s = stream(self.proxy.port, "/v1/chat/completions",
+                           {"model": MODEL, "stream": True, "tools": TOOLS,
+                            "stream_options": {"include_usage": True},
+                            "messages": [{"role": "user", "content": "Weather in Paris?"}]})
+                self.assertTrue(s.events[-1].done)
+                docs = [e.json() for e in s.events[:-1]]
+                deltas = [d["choices"][0]["delta"] for d in docs if d["choices"]]
+                calls = [c for d in deltas for c in d.get("tool_calls", [])]
+                self.assertEqual(calls, [
+                    {"index": 0, "id": "call_ab12cd34", "type": "function",
+                     "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}},
+                    {"index": 1, "id": "call_ef56gh78", "type": "function",
+                     "function": {"name": "get_time",
+                                  "arguments": '{"zone":"CET","h24":true}'}}])
+                finishes = [d["choices"][0]["finish_reason"] for d in docs if d["choices"]]
+                self.assertEqual([f for f in finishes if f], ["tool_calls"])
+                self.assertEqual(docs[-1]["usage"]["completion_tokens"], 12)
+
+
+class StreamedToolsOllamaClientToOpenAI(unittest.TestCase):
+    """An OpenAI-compatible backend's streamed tool-call deltas are assembled into Ollama's
+    whole calls (objects); before, each was an in-band error."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.backend = ScriptedBackend()
+        cls.addClassCleanup(cls.backend.stop)
+        cls.style = "compact"
+        cls.arguments = ('{"city": ', '"Par', 'is"}')
+        cls.backend.route("POST", "/v1/chat/completions", lambda _r: sse_reply(
+            openai_chunks(cls.style, cls.arguments), split=5, crlf=cls.style == "spaced",
+            space=cls.style == "spaced"))
+        cls.backend.route("GET", "/v1/models", json_reply(
+            {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "vllm"}]}))
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.backend.url, "--upstream-dialect",
+                                       "openai", "--model", MODEL], model=MODEL)
+
+    def lines(self) -> list[dict]:
+        r = post_json(self.proxy.port, "/api/chat",
+                      {"model": MODEL, "tools": TOOLS,
+                       "messages": [{"role": "user", "content": "Weather in Paris?"}]})
+        self.assertEqual(r.status, 200, r.body[:300])
+        return [json.loads(line) for line in r.body.decode().splitlines()]
+
+    def test_fragments_become_whole_calls_with_object_arguments(self):
+        for style in ("compact", "spaced"):
+            with self.subTest(style=style):
+                type(self).style = style
+                type(self).arguments = ('{"city": ', '"Par', 'is"}')
+                lines = self.lines()
+                calls = [c for line in lines for c in line["message"].get("tool_calls", [])]
+                self.assertEqual(calls, [
+                    {"id": "chatcmpl-tool-1", "function": {"index": 0, "name": "get_weather",
+                                                           "arguments": {"city": "Paris"}}},
+                    {"id": "chatcmpl-tool-2", "function": {"index": 1, "name": "get_time",
+                                                           "arguments": {"zone": "CET"}}}])
+                # Each call goes out once complete: the first when the second starts.
+                with_calls = [i for i, line in enumerate(lines) if line["message"].get("tool_calls")]
+                self.assertEqual(len(with_calls), 2)
+                self.assertTrue(lines[-1]["done"])
+                self.assertEqual(lines[-1]["done_reason"], "stop")
+                self.assertEqual(lines[-1]["eval_count"], 12)
+                self.assertTrue(all(not line["done"] for line in lines[:-1]))
+
+    def test_arguments_that_are_not_an_object_end_with_an_error_line(self):
+        type(self).style = "compact"
+        type(self).arguments = ('[1, ', '2]')
+        try:
+            lines = self.lines()
+        finally:
+            type(self).arguments = ('{"city": ', '"Par', 'is"}')
+        self.assertIn("error", lines[-1])
+        self.assertIn("get_weather", lines[-1]["error"])
+        self.assertIn("not a JSON object", lines[-1]["error"])
+        self.assertFalse(any(line.get("message", {}).get("tool_calls") for line in lines[:-1]))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ int64_t TokenTally::add(const StreamEvent& ev) {
         completion[i] = *ev.usage.completion_tokens;
         return std::max<int64_t>(*ev.usage.completion_tokens - before, 0);
     }
-    return ev.text.empty() ? 0 : 1;  // no running count from this backend: one per chunk
+    // No running count from this backend: one per chunk.
+    return ev.text.empty() && ev.tool_calls.empty() ? 0 : 1;
 }
 
 Usage TokenTally::total() const {
@@ -57,6 +58,27 @@ Usage TokenTally::total() const {
     return u;
 }
 
+void add_tool_call_delta(std::vector<ToolCall>& calls, const ToolCallDelta& piece) {
+    if (piece.index < 0) {
+        return;  // (a decoder's defect; it must not size the list)
+    }
+    if (static_cast<size_t>(piece.index) >= calls.size()) {
+        calls.resize(static_cast<size_t>(piece.index) + 1);
+    }
+    ToolCall& call = calls[static_cast<size_t>(piece.index)];
+    if (!piece.id.empty()) {
+        call.id = piece.id;
+    }
+    if (!piece.name.empty()) {
+        call.name = piece.name;
+    }
+    call.arguments += piece.arguments;
+}
+
+bool takes_tool_calls(Dialect d) {
+    return d == Dialect::openai_chat || d == Dialect::ollama_chat;
+}
+
 void apply_to_result(const StreamEvent& ev, GenerationResult& result) {
     if (ev.type == StreamEvent::Type::usage) {
         result.usage = ev.usage;
@@ -74,6 +96,9 @@ void apply_to_result(const StreamEvent& ev, GenerationResult& result) {
     }
     Choice& c = result.choices[static_cast<size_t>(ev.index)];
     c.text += ev.text;
+    for (const ToolCallDelta& piece : ev.tool_calls) {
+        add_tool_call_delta(c.tool_calls, piece);
+    }
     c.token_ids.insert(c.token_ids.end(), ev.token_ids.begin(), ev.token_ids.end());
     c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
     c.prompt_logprobs.insert(c.prompt_logprobs.end(), ev.prompt_logprobs.begin(),

@@ -25,6 +25,13 @@ struct TokenTally {
     Usage total() const;
 };
 
+// Adds a piece of a streamed tool call to the calls it belongs to (a new call when its index
+// is past the last; the pieces' arguments fragments appended in order).
+void add_tool_call_delta(std::vector<ToolCall>& calls, const ToolCallDelta& piece);
+
+// Whether a client of `d` can be given an assistant's tool calls in its own shape.
+bool takes_tool_calls(Dialect d);
+
 // Adds one decoded event to a whole answer: its text, token ids and logprob entries to its
 // choice, its finish and counts; a usage event sets the aggregate.
 void apply_to_result(const StreamEvent& ev, GenerationResult& result);

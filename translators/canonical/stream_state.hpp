@@ -38,6 +38,11 @@ struct ChoiceState {
     // encoder); the prompt was echoed, or its entries split off (first chunk of the choice).
     size_t text_offset = 0;
     bool prompt_done = false;
+    // Tool calls. Encoders: the calls of this choice so far, assembled from their pieces (a
+    // client dialect that takes whole calls gets each once it is complete), and how many went
+    // out. Decoders: how many calls the backend made so far (the next call's index).
+    std::vector<ToolCall> calls;
+    size_t calls_sent = 0;
     int blocks = 0;       // Anthropic: content blocks started (the next block's index)
     int text_block = -1;  // Anthropic: index of the open text block, -1 when none is open
 };

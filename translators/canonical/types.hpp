@@ -401,6 +401,18 @@ struct GenerationResult {
 // Streams
 // ---------------------------------------------------------------------------------------------
 
+// A piece of a streamed tool call: of the call at `index` among the choice's calls. The first
+// piece of a call carries its id (when the backend gave one) and name; `arguments` is the next
+// fragment of its arguments' JSON text, to be appended to the ones before.
+struct ToolCallDelta {
+    int index = 0;
+    std::string id;
+    std::string name;
+    std::string arguments;
+
+    bool operator==(const ToolCallDelta&) const = default;
+};
+
 // One decoded stream event.
 //   chunk: new text (a delta, possibly empty) for choice `index`, optionally its finish reason,
 //          optionally that choice's running token counts in `usage`.
@@ -426,6 +438,9 @@ struct StreamEvent {
     // chunk), the prompt's (see Choice).
     std::vector<TokenLogprob> logprobs;
     std::vector<TokenLogprob> prompt_logprobs;
+    // Pieces of the choice's tool calls (chat): OpenAI's deltas as they come, or one piece per
+    // whole call from a dialect that streams whole calls (Ollama).
+    std::vector<ToolCallDelta> tool_calls;
     Carried carried;  // for a client of the backend's own dialect only
 };
 

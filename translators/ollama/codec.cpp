@@ -124,13 +124,23 @@ canonical::Error upstream_error(std::string message) {
     return e;
 }
 
-void write_tool_calls(json::Writer& w, const std::vector<canonical::ToolCall>& calls) {
+void write_tool_calls(json::Writer& w, std::span<const canonical::ToolCall> calls,
+                      std::optional<size_t> first_index) {
     json::key(w, "tool_calls");
     w.StartArray();
-    for (const canonical::ToolCall& c : calls) {
+    for (size_t i = 0; i < calls.size(); ++i) {
+        const canonical::ToolCall& c = calls[i];
         w.StartObject();
+        if (!c.id.empty()) {
+            json::key(w, "id");
+            json::string(w, c.id);
+        }
         json::key(w, "function");
         w.StartObject();
+        if (first_index) {
+            json::key(w, "index");
+            w.Uint64(*first_index + i);
+        }
         json::key(w, "name");
         json::string(w, c.name);
         json::key(w, "arguments");

@@ -1,6 +1,8 @@
 #pragma once
 // Internal to translators/ollama/: the steps both routes share, parameterised by the Api.
 
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,7 +22,9 @@ canonical::Error upstream_error(std::string message);
 // What only an Ollama client takes from an Ollama answer (`doc`: a whole answer or one stream
 // line): the message's members other than role and content, as "message.<key>" (tool_calls,
 // thinking, images), and the top-level members the canonical model does not read (context,
-// ...). For a client of another dialect, tool calls cannot be carried: the error that says so.
+// ...). For a client of another dialect that takes tool calls (canonical::takes_tool_calls),
+// they are read into `tool_calls` (each arguments object as compact JSON text); for the others,
+// or without `tool_calls`, the error that says they cannot be carried.
 std::optional<canonical::Error> carry(const json::Value& doc,
                                       std::optional<canonical::Dialect> client,
                                       canonical::Carried& out,
@@ -54,9 +58,13 @@ void encode_stream_end(StreamState& state, const Timing& timing, std::string& ou
 void encode_stream_error(const Error& error, StreamState& state, std::string& out);
 void decode_stream_event(std::string_view data, StreamState& state, std::vector<StreamEvent>& out);
 
-// "tool_calls": [{"function": {"name", "arguments"}}], each call's arguments written as they
-// are: the callers have checked that they hold a JSON object (Ollama carries an object).
-void write_tool_calls(json::Writer& w, const std::vector<canonical::ToolCall>& calls);
+// "tool_calls": [{"id", "function": {"index", "name", "arguments"}}] as Ollama writes them
+// (api/types.go ToolCall: "id" omitted when empty; "index" the call's place in the turn, from
+// `first_index`; none in a request's history, which keeps what the client sent), each call's
+// arguments written as they are: the callers have checked that they hold a JSON object (Ollama
+// carries an object).
+void write_tool_calls(json::Writer& w, std::span<const canonical::ToolCall> calls,
+                      std::optional<size_t> first_index);
 // Writes "model", "created_at" as the first members of an object.
 void write_head(json::Writer& w, std::string_view model, int64_t created_s, const Timing& timing);
 // The log probabilities a line carries, as Ollama writes them (api/types.go Logprob: token,

@@ -276,7 +276,8 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
                 json::string(w, m.reasoning);
             }
             if (!m.tool_calls.empty()) {
-                write_tool_calls(w, m.tool_calls);  // arguments checked by check_tools
+                write_tool_calls(w, m.tool_calls,
+                                 std::nullopt);  // arguments checked by check_tools
             }
             if (m.role == "tool") {
                 if (std::string_view tool = tool_name(req, m); !tool.empty()) {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "translators/canonical/accumulate.hpp"
 #include "translators/canonical/logprobs.hpp"
 #include "translators/ollama/impl.hpp"
 
@@ -34,6 +35,33 @@ std::optional<canonical::Error> in_band_error(const json::Value& doc) {
 
 }  // namespace
 
+namespace {
+
+std::optional<canonical::Error> read_tool_calls(const json::Value& calls,
+                                                std::vector<canonical::ToolCall>& out) {
+    // Each call's arguments object becomes OpenAI's string, written compactly.
+    for (rapidjson::SizeType i = 0; i < calls.Size(); ++i) {
+        const json::Value& c = calls[i];
+        const json::Value* function = c.IsObject() ? json::find(c, "function") : nullptr;
+        const json::Value* name = function != nullptr ? json::find(*function, "name") : nullptr;
+        if (name == nullptr || !name->IsString()) {
+            return upstream_error("the Ollama backend's message.tool_calls[" + std::to_string(i) +
+                                  "] has no function name");
+        }
+        canonical::ToolCall& call = out.emplace_back();
+        call.name.assign(name->GetString(), name->GetStringLength());
+        if (const json::Value* id = json::find(c, "id"); id != nullptr && id->IsString()) {
+            call.id.assign(id->GetString(), id->GetStringLength());
+        }
+        const json::Value* arguments = json::find(*function, "arguments");
+        call.arguments = arguments != nullptr && !arguments->IsNull() ? json::to_string(*arguments)
+                                                                      : std::string("{}");
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<canonical::Error> carry(const json::Value& doc,
                                       std::optional<canonical::Dialect> client,
                                       canonical::Carried& out,
@@ -43,29 +71,8 @@ std::optional<canonical::Error> carry(const json::Value& doc,
         const json::Value* calls =
             message != nullptr ? json::find(*message, "tool_calls") : nullptr;
         if (calls != nullptr && calls->IsArray() && !calls->Empty() && tool_calls != nullptr &&
-            *client == canonical::Dialect::openai_chat) {
-            // For an OpenAI chat client (whole answers): each call's arguments object becomes
-            // OpenAI's string, written compactly.
-            for (rapidjson::SizeType i = 0; i < calls->Size(); ++i) {
-                const json::Value& c = (*calls)[i];
-                const json::Value* function = c.IsObject() ? json::find(c, "function") : nullptr;
-                const json::Value* name =
-                    function != nullptr ? json::find(*function, "name") : nullptr;
-                if (name == nullptr || !name->IsString()) {
-                    return upstream_error("the Ollama backend's message.tool_calls[" +
-                                          std::to_string(i) + "] has no function name");
-                }
-                canonical::ToolCall& call = tool_calls->emplace_back();
-                call.name.assign(name->GetString(), name->GetStringLength());
-                if (const json::Value* id = json::find(c, "id"); id != nullptr && id->IsString()) {
-                    call.id.assign(id->GetString(), id->GetStringLength());
-                }
-                const json::Value* arguments = json::find(*function, "arguments");
-                call.arguments = arguments != nullptr && !arguments->IsNull()
-                                     ? json::to_string(*arguments)
-                                     : std::string("{}");
-            }
-            return std::nullopt;
+            canonical::takes_tool_calls(*client)) {
+            return read_tool_calls(*calls, *tool_calls);
         }
         if (calls != nullptr && calls->IsArray() && !calls->Empty()) {
             return upstream_error(
@@ -130,7 +137,7 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
             json::write_carried(w, carried->members, "message.");
         } else if (choice != nullptr && !choice->tool_calls.empty()) {
             // Another dialect's tool calls, their arguments checked by its decoder.
-            write_tool_calls(w, choice->tool_calls);
+            write_tool_calls(w, choice->tool_calls, 0);
         }
         w.EndObject();
     } else {

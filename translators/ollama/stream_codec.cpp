@@ -1,7 +1,10 @@
 // NDJSON streams: Ollama lines to canonical events, canonical events to Ollama lines.
 
+#include <algorithm>
+#include <span>
 #include <utility>
 
+#include "translators/canonical/accumulate.hpp"
 #include "translators/canonical/logprobs.hpp"
 #include "translators/framing/framing.hpp"
 #include "translators/ollama/impl.hpp"
@@ -27,7 +30,10 @@ public:
         : out_(out), os_{&out}, w_(os_), state_(state), timing_(timing), api_(api) {}
 
     // `carried`: an Ollama backend's own members of this line (tool_calls, thinking, context).
-    json::Writer& begin(std::string_view text, const canonical::Carried* carried = nullptr) {
+    // `calls`: another dialect's tool calls, complete, the first of them the turn's
+    // `first_call`th.
+    json::Writer& begin(std::string_view text, const canonical::Carried* carried = nullptr,
+                        std::span<const canonical::ToolCall> calls = {}, size_t first_call = 0) {
         w_.StartObject();
         write_head(w_, state_.model, state_.created, timing_);
         if (api_ == Api::chat) {
@@ -39,6 +45,9 @@ public:
             json::string(w_, text);
             if (carried != nullptr) {
                 json::write_carried(w_, carried->members, "message.");
+            }
+            if (!calls.empty()) {
+                write_tool_calls(w_, calls, first_call);
             }
             w_.EndObject();
         } else {
@@ -70,6 +79,44 @@ LogprobsOut logprobs_of(const StreamEvent& event, const StreamState& state) {
         return {};
     }
     return {&event.logprobs, state.top_logprobs};
+}
+
+// Writes the choice's complete tool calls not yet sent (up to `upto`) on a line of their own,
+// as Ollama streams each call whole once its parser has it. False, with the stream's error
+// written, when one's arguments are not a JSON object: Ollama carries an object.
+bool send_calls(ChoiceState& c, size_t upto, StreamState& state, std::string& out, Api api) {
+    upto = std::min(upto, c.calls.size());
+    if (c.calls_sent >= upto) {
+        return true;
+    }
+    for (size_t i = c.calls_sent; i < upto; ++i) {
+        canonical::ToolCall& call = c.calls[i];
+        if (call.arguments.empty()) {
+            call.arguments = "{}";  // a call without arguments
+        }
+        json::Document args;
+        if (json::parse(call.arguments, args) || !args.IsObject()) {
+            encode_stream_error(
+                upstream_error("the backend's tool call '" + call.name +
+                               "' has arguments that are not a JSON object ('" + call.arguments +
+                               "'), which an Ollama client cannot be given: Ollama carries "
+                               "them as an object"),
+                state, out);
+            return false;
+        }
+    }
+    static const Timing kNoTiming;
+    LineWriter line(out, state, kNoTiming, api);
+    json::Writer& w = line.begin(
+        {}, nullptr,
+        std::span<const canonical::ToolCall>(c.calls).subspan(c.calls_sent, upto - c.calls_sent),
+        c.calls_sent);
+    json::key(w, "done");
+    w.Bool(false);
+    line.end();
+    c.calls_sent = upto;
+    state.content_seen = true;
+    return true;
 }
 
 }  // namespace
@@ -135,6 +182,18 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
         line.end();
         state.content_seen = state.content_seen || !event.text.empty();
     }
+    // Another dialect's tool calls come in pieces: a call is complete once the next one starts,
+    // or the choice finishes.
+    for (const canonical::ToolCallDelta& piece : event.tool_calls) {
+        if (piece.index >= 0 && static_cast<size_t>(piece.index) >= c.calls.size() &&
+            !send_calls(c, c.calls.size(), state, out, api)) {
+            return;
+        }
+        canonical::add_tool_call_delta(c.calls, piece);
+    }
+    if (finishing && !send_calls(c, c.calls.size(), state, out, api)) {
+        return;
+    }
     if (finishing) {
         // The final line carries the counts, which an OpenAI upstream reports only after the
         // finish (its usage chunk): hold the finish until the end of the stream.
@@ -147,8 +206,11 @@ void encode_stream_end(StreamState& state, const Timing& timing, std::string& ou
     if (state.ended) {
         return;
     }
+    ChoiceState& c = state.choice(0);
+    if (!send_calls(c, c.calls.size(), state, out, api)) {
+        return;
+    }
     state.ended = true;
-    const ChoiceState& c = state.choice(0);
     Usage usage;
     if (state.usage_final) {
         usage = state.usage;
@@ -212,9 +274,20 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
     }
     const bool has_text = text != nullptr && text->IsString() && text->GetStringLength() > 0;
     canonical::Carried carried;
-    if (auto err = carry(doc, state.client, carried)) {
+    std::vector<canonical::ToolCall> calls;
+    if (auto err = carry(doc, state.client, carried, &calls)) {
         push_error(out, std::move(*err));
         return;
+    }
+    // Ollama streams each tool call whole: one piece per call, numbered across the stream.
+    ChoiceState& c = state.choice(0);
+    std::vector<canonical::ToolCallDelta> pieces;
+    for (canonical::ToolCall& call : calls) {
+        canonical::ToolCallDelta& piece = pieces.emplace_back();
+        piece.index = static_cast<int>(c.calls_sent++);
+        piece.id = std::move(call.id);
+        piece.name = std::move(call.name);
+        piece.arguments = std::move(call.arguments);
     }
     std::vector<canonical::TokenLogprob> logprobs;
     if (auto err = read_logprobs(doc, logprobs)) {
@@ -222,11 +295,12 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
         return;
     }
     if (!done->GetBool()) {
-        if (has_text || !carried.empty() || !logprobs.empty()) {
+        if (has_text || !carried.empty() || !logprobs.empty() || !pieces.empty()) {
             StreamEvent& ev = out.emplace_back();
             ev.text.assign(has_text ? json::view(*text) : std::string_view());
             ev.carried = std::move(carried);
             ev.logprobs = std::move(logprobs);
+            ev.tool_calls = std::move(pieces);
         }
         return;
     }
@@ -238,6 +312,10 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
     if (finish->kind == FinishKind::length) {
         finish->length = state.max_tokens;
     }
+    if (finish->kind == FinishKind::stop && c.calls_sent > 0) {
+        // Ollama ends a turn that calls tools with "stop"; the other dialects say why.
+        finish->kind = FinishKind::tool_calls;
+    }
     // The final line's text is usually "" but must still be passed on (§6.7).
     StreamEvent& ev = out.emplace_back();
     if (has_text) {
@@ -247,6 +325,7 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
     ev.usage = read_counts(doc);
     ev.carried = std::move(carried);
     ev.logprobs = std::move(logprobs);
+    ev.tool_calls = std::move(pieces);
     // Ollama has no terminator after the final object: it is the end.
     out.emplace_back().type = StreamEvent::Type::done;
 }

@@ -187,6 +187,52 @@ std::optional<canonical::Error> read_tool_calls(const json::Value& calls,
 
 }  // namespace
 
+std::optional<canonical::Error> read_tool_call_deltas(const json::Value& calls,
+                                                      std::vector<canonical::ToolCallDelta>& out) {
+    if (calls.IsNull()) {
+        return std::nullopt;
+    }
+    const bool list = calls.IsArray();
+    if (!list && !calls.IsObject()) {
+        return upstream_error("the backend sent malformed stream data: delta.tool_calls is " +
+                              std::string(json::type_name(calls)) + ", not a list");
+    }
+    const rapidjson::SizeType count = list ? calls.Size() : 1;
+    for (rapidjson::SizeType i = 0; i < count; ++i) {
+        const json::Value& c = list ? calls[i] : calls;
+        const std::string at = "delta.tool_calls[" + std::to_string(i) + "]";
+        if (!c.IsObject()) {
+            return upstream_error("the backend sent malformed stream data: " + at + " is " +
+                                  std::string(json::type_name(c)) + ", not an object");
+        }
+        canonical::ToolCallDelta& piece = out.emplace_back();
+        const json::Value* index = json::find(c, "index");
+        if (index != nullptr && !index->IsNull() && (!index->IsInt() || index->GetInt() < 0)) {
+            return upstream_error("the backend sent malformed stream data: " + at +
+                                  ".index is not a non-negative integer");
+        }
+        piece.index = index != nullptr && index->IsInt() ? index->GetInt() : static_cast<int>(i);
+        if (const json::Value* id = json::find(c, "id"); id != nullptr && id->IsString()) {
+            piece.id.assign(id->GetString(), id->GetStringLength());
+        }
+        const json::Value* function = json::find(c, "function");
+        if (function == nullptr || !function->IsObject()) {
+            continue;
+        }
+        if (const json::Value* name = json::find(*function, "name");
+            name != nullptr && name->IsString()) {
+            piece.name.assign(name->GetString(), name->GetStringLength());
+        }
+        const json::Value* arguments = json::find(*function, "arguments");
+        if (arguments != nullptr && arguments->IsString()) {
+            piece.arguments.assign(arguments->GetString(), arguments->GetStringLength());
+        } else if (arguments != nullptr && arguments->IsObject()) {
+            piece.arguments = json::to_string(*arguments);
+        }
+    }
+    return std::nullopt;
+}
+
 void write_tool_calls(json::Writer& w, const std::vector<canonical::ToolCall>& calls,
                       std::string_view id_prefix) {
     json::key(w, "tool_calls");

@@ -75,6 +75,11 @@ std::optional<canonical::Error> carry(const json::Value& message, std::string_vi
                                       std::optional<canonical::Dialect> client,
                                       canonical::Carried& out,
                                       std::vector<canonical::ToolCall>* tool_calls = nullptr);
+// A chunk's `delta.tool_calls` as pieces ([{"index", "id", "type", "function": {"name",
+// "arguments"}}], the first piece of a call with its id and name, the others with a fragment of
+// the arguments; TGI has written one object instead of a list, and arguments as an object).
+std::optional<canonical::Error> read_tool_call_deltas(const json::Value& calls,
+                                                      std::vector<canonical::ToolCallDelta>& out);
 // The carried members for an OpenAI chat client (null when they came from another dialect).
 const canonical::Carried* own(const canonical::Carried& carried);
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "translators/canonical/accumulate.hpp"
 #include "translators/canonical/logprobs.hpp"
 #include "translators/framing/framing.hpp"
 #include "translators/openai/logprobs.hpp"
@@ -81,10 +82,21 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
         }
         const json::Value* text = nullptr;
         canonical::Carried carried;
+        std::vector<canonical::ToolCallDelta> tool_calls;
         if (api == Api::chat) {
             if (const json::Value* delta = json::find(item, "delta")) {
                 text = json::find(*delta, "content");
-                if (auto lost = carry(*delta, "delta.", state.client, carried)) {
+                // A client of another dialect that has tool calls gets them translated; an
+                // OpenAI client gets them as they are (carried), the others an error.
+                const json::Value* calls = json::find(*delta, "tool_calls");
+                if (calls != nullptr && state.client &&
+                    *state.client != canonical::Dialect::openai_chat &&
+                    canonical::takes_tool_calls(*state.client)) {
+                    if (auto bad = read_tool_call_deltas(*calls, tool_calls)) {
+                        push_error(out, std::move(*bad));
+                        return;
+                    }
+                } else if (auto lost = carry(*delta, "delta.", state.client, carried)) {
                     push_error(out, std::move(*lost));
                     return;
                 }
@@ -109,12 +121,13 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
             }
         }
         if (!has_text && !finish && !has_ids && !usage.prompt_tokens && carried.empty() &&
-            logprobs.empty()) {
+            logprobs.empty() && tool_calls.empty()) {
             continue;
         }
         StreamEvent& ev = out.emplace_back();
         ev.logprobs = std::move(logprobs);
         ev.carried = std::move(carried);
+        ev.tool_calls = std::move(tool_calls);
         if (has_ids) {
             for (const json::Value& id : ids->GetArray()) {
                 if (id.IsInt64()) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <utility>
 
 #include "translators/framing/framing.hpp"
@@ -118,6 +119,58 @@ public:
         end(usage);
     }
 
+    // One chunk carrying pieces of choice `index`'s tool calls, as vLLM streams them: a call's
+    // first piece with its id, type and name, each with the next fragment of its arguments.
+    // `started`: how many of the choice's calls went out before (a piece past them starts one).
+    void tool_calls(int index, std::span<const canonical::ToolCallDelta> pieces, size_t& started,
+                    const Usage* usage) {
+        begin();
+        w_.StartObject();
+        json::key(w_, "index");
+        w_.Int(index);
+        json::key(w_, "delta");
+        w_.StartObject();
+        json::key(w_, "tool_calls");
+        w_.StartArray();
+        for (const canonical::ToolCallDelta& piece : pieces) {
+            const size_t at = static_cast<size_t>(std::max(piece.index, 0));
+            const bool first = at >= started;
+            started = std::max(started, at + 1);
+            w_.StartObject();
+            json::key(w_, "index");
+            w_.Uint64(at);
+            if (first) {
+                json::key(w_, "id");
+                if (!piece.id.empty()) {
+                    json::string(w_, piece.id);
+                } else {
+                    // The same id a whole answer's call gets (write_tool_calls).
+                    json::string(w_, "call_" + state_.id + "_" + std::to_string(at));
+                }
+                json::key(w_, "type");
+                json::string(w_, "function");
+            }
+            json::key(w_, "function");
+            w_.StartObject();
+            if (first || !piece.name.empty()) {
+                json::key(w_, "name");
+                json::string(w_, piece.name);
+            }
+            json::key(w_, "arguments");
+            json::string(w_, piece.arguments);
+            w_.EndObject();
+            w_.EndObject();
+        }
+        w_.EndArray();
+        w_.EndObject();
+        json::key(w_, "logprobs");
+        w_.Null();
+        json::key(w_, "finish_reason");
+        w_.Null();
+        w_.EndObject();
+        end(usage);
+    }
+
 private:
     std::string& out_;
     json::StringOut os_;
@@ -212,7 +265,9 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
         state.logprobs || !generated.empty() || (echoing && !event.prompt_logprobs.empty());
     const size_t top = state.logprobs ? state.top_logprobs : SIZE_MAX;
     const bool tokens_now = !generated.empty() || (echoing && !event.prompt_logprobs.empty());
-    if (text.empty() && echo_text.empty() && !tokens_now && !finishing && carried == nullptr) {
+    const bool calls_now = api == Api::chat && !event.tool_calls.empty();
+    if (text.empty() && echo_text.empty() && !tokens_now && !finishing && carried == nullptr &&
+        !calls_now) {
         return;
     }
     // Up to three chunks (role, text, finish) of ~200 bytes besides the text, id and model.
@@ -246,6 +301,10 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
         }
         chunks.choice(index, Part::content, chunk_text, FinishKind::none, usage_ptr, carried,
                       with_logprobs ? &lp : nullptr);
+        state.content_seen = true;
+    }
+    if (calls_now) {
+        chunks.tool_calls(index, event.tool_calls, c.calls_sent, usage_ptr);
         state.content_seen = true;
     }
     if (finishing) {

@@ -138,12 +138,12 @@ TEST_CASE("OpenAI chat: non-text content parts reach an OpenAI-family layer as t
 
 TEST_CASE("OpenAI chat to Ollama: tool calls become objects, tool results name their tool") {
     const GenerationRequest req = decode(Dialect::openai_chat, kOpenAIHistory);
-    CHECK(
-        messages_of(encode(Dialect::ollama_chat, req)) ==
-        R"([{"role":"user","content":"Weather in Paris?"},)"
-        R"({"role":"assistant","content":"","thinking":"I should call the tool.",)"
-        R"("tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Paris","unit":"°C"}}}]},)"
-        R"({"role":"tool","content":"18 degrees","tool_name":"get_weather"}])");
+    CHECK(messages_of(encode(Dialect::ollama_chat, req)) ==
+          R"([{"role":"user","content":"Weather in Paris?"},)"
+          R"({"role":"assistant","content":"","thinking":"I should call the tool.",)"
+          R"("tool_calls":[{"id":"call_1","function":{"name":"get_weather",)"
+          R"("arguments":{"city":"Paris","unit":"°C"}}}]},)"
+          R"({"role":"tool","content":"18 degrees","tool_name":"get_weather"}])");
     // Arguments that are not a JSON object cannot be an Ollama object: 400, not a guess.
     GenerationRequest bad = req;
     bad.messages[1].tool_calls[0].arguments = "not json";
@@ -299,8 +299,8 @@ TEST_CASE("tools: an OpenAI-family answer's tool calls reach an Ollama client as
     std::string out;
     codec_for(Dialect::ollama_chat).encode_response(*result, req, out);
     CHECK(member(out, "message") ==
-          R"({"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_weather",)"
-          R"("arguments":{"city":"Paris"}}}]})");
+          R"({"role":"assistant","content":"","tool_calls":[{"id":"call_9","function":{"index":0,)"
+          R"("name":"get_weather","arguments":{"city":"Paris"}}}]})");
     CHECK(member(out, "done_reason") == R"("stop")");  // Ollama's own word for it
     // Arguments that hold no object cannot become Ollama's object: a 502 naming the call.
     std::string bad = answer;

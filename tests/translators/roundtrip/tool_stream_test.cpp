@@ -1,0 +1,214 @@
+// Issue 13: streamed tool calls between dialects that have them. A backend's stream is decoded
+// for a client of another dialect and encoded in the client's shape: OpenAI's deltas (an id and
+// name first, the arguments in fragments) become Ollama's whole calls, and Ollama's whole calls
+// become one OpenAI delta each. The backends' bytes come in the variations real servers write
+// (spaces, key order, escapes, TGI's object for a list, no index) and split at every place.
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "translators/canonical/json.hpp"
+#include "translators/canonical/stream_state.hpp"
+#include "translators/codec.hpp"
+
+namespace {
+
+namespace canonical = infergate::canonical;
+namespace json = infergate::json;
+using canonical::Dialect;
+using canonical::StreamEvent;
+using canonical::StreamState;
+using infergate::translators::codec_for;
+
+// Decodes `payloads` from a `backend` stream for a `client` and encodes them for it: the
+// client's bytes.
+std::string relay(Dialect backend, Dialect client, const std::vector<std::string>& payloads) {
+    StreamState up;
+    up.client = client;
+    StreamState down;
+    down.id = "chatcmpl-7";
+    down.model = "m";
+    down.include_usage = true;
+    std::string out;
+    std::vector<StreamEvent> events;
+    for (const std::string& p : payloads) {
+        events.clear();
+        codec_for(backend).decode_stream_event(p, up, events);
+        for (const StreamEvent& ev : events) {
+            if (ev.type == StreamEvent::Type::error) {
+                codec_for(client).encode_stream_error(ev.error, down, out);
+                return out;
+            }
+            codec_for(client).encode_stream_event(ev, down, out);
+        }
+    }
+    codec_for(client).encode_stream_end(down, out);
+    return out;
+}
+
+// The JSON documents of an NDJSON or SSE output, compact, in order ([DONE] left out).
+std::vector<std::string> documents(const std::string& out) {
+    std::vector<std::string> docs;
+    size_t at = 0;
+    while (at < out.size()) {
+        size_t end = out.find('\n', at);
+        if (end == std::string::npos) {
+            end = out.size();
+        }
+        std::string_view line(out.data() + at, end - at);
+        at = end + 1;
+        if (line.starts_with("data: ")) {
+            line.remove_prefix(6);
+        }
+        if (line.empty() || line == "[DONE]") {
+            continue;
+        }
+        json::Document doc;
+        REQUIRE_FALSE(json::parse(line, doc));
+        docs.push_back(json::to_string(doc));
+    }
+    return docs;
+}
+
+// The Ollama lines' tool calls, compact, in order.
+std::string ollama_calls(const std::string& out) {
+    std::string calls;
+    for (const std::string& d : documents(out)) {
+        json::Document doc;
+        REQUIRE_FALSE(json::parse(d, doc));
+        const json::Value* message = json::find(doc, "message");
+        const json::Value* c = message != nullptr ? json::find(*message, "tool_calls") : nullptr;
+        if (c != nullptr) {
+            calls += json::to_string(*c);
+        }
+    }
+    return calls;
+}
+
+std::string chunk(std::string_view delta, std::string_view finish = "null") {
+    return std::string(R"({"id":"c","object":"chat.completion.chunk","created":1,"model":"m",)") +
+           R"("choices":[{"index":0,"delta":)" + std::string(delta) +
+           R"(,"logprobs":null,"finish_reason":)" + std::string(finish) + "}]}";
+}
+
+}  // namespace
+
+TEST_CASE("streamed tool calls: OpenAI deltas become Ollama's whole calls") {
+    const std::vector<std::string> vllm = {
+        chunk(R"({"role":"assistant","content":""})"),
+        chunk(R"({"tool_calls":[{"index":0,"id":"chatcmpl-tool-1","type":"function",)"
+              R"("function":{"name":"get_weather","arguments":""}}]})"),
+        chunk(R"({"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": "}}]})"),
+        chunk(R"({"tool_calls":[{"index":0,"function":{"arguments":"\"Par\u00eds\"}"}}]})"),
+        chunk(R"({"tool_calls":[{"index":1,"id":"chatcmpl-tool-2","type":"function",)"
+              R"("function":{"name":"get_time","arguments":"{}"}}]})"),
+        chunk("{}", R"("tool_calls")"),
+        R"({"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],)"
+        R"("usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21}})",
+        "[DONE]"};
+    const std::string out = relay(Dialect::openai_chat, Dialect::ollama_chat, vllm);
+    INFO(out);
+    // The arguments as the model wrote them (an object now), each call with its id and index.
+    CHECK(ollama_calls(out) ==
+          R"([{"id":"chatcmpl-tool-1","function":{"index":0,"name":"get_weather",)"
+          R"("arguments":{"city":"París"}}}])"
+          R"([{"id":"chatcmpl-tool-2","function":{"index":1,"name":"get_time","arguments":{}}}])");
+    const std::vector<std::string> docs = documents(out);
+    REQUIRE(docs.size() == 3);
+    CHECK(docs.back().find(R"("done":true,"done_reason":"stop")") != std::string::npos);
+    CHECK(docs.back().find(R"("eval_count":12)") != std::string::npos);
+
+    SUBCASE("as TGI writes them: an object for the list, no index, spaces") {
+        const std::vector<std::string> tgi = {
+            chunk(R"({"role": "assistant", "tool_calls": {"id": "", "type": "function",)"
+                  R"( "function": {"name": "get_weather", "arguments": "{\"city\""}}})"),
+            chunk(R"({"role": "assistant", "tool_calls": {"id": "", "type": "function",)"
+                  R"( "function": {"name": null, "arguments": ": \"Paris\"}"}}})"),
+            chunk(R"({"role": "assistant", "content": ""})", R"("tool_calls")"), "[DONE]"};
+        CHECK(ollama_calls(relay(Dialect::openai_chat, Dialect::ollama_chat, tgi)) ==
+              R"([{"function":{"index":0,"name":"get_weather","arguments":{"city":"Paris"}}}])");
+    }
+    SUBCASE("the arguments split at every place give the same call") {
+        const std::string args = R"({"q": "a \"b\" \\ c", "n": [1, 2.5e3, null], "o": {}})";
+        json::Document expected_doc;
+        REQUIRE_FALSE(json::parse(args, expected_doc));
+        const std::string expected = R"([{"id":"t","function":{"index":0,"name":"f","arguments":)" +
+                                     json::to_string(expected_doc) + "}}]";
+        for (size_t cut = 0; cut <= args.size(); ++cut) {
+            auto fragment = [](std::string_view f) {
+                std::string s;
+                json::StringOut os{&s};
+                json::Writer w(os);
+                json::string(w, f);
+                return s;
+            };
+            const std::vector<std::string> split = {
+                chunk(
+                    R"({"tool_calls":[{"index":0,"id":"t","type":"function","function":{"name":"f",)"
+                    R"("arguments":)" +
+                    fragment(std::string_view(args).substr(0, cut)) + "}}]}"),
+                chunk(R"({"tool_calls":[{"index":0,"function":{"arguments":)" +
+                      fragment(std::string_view(args).substr(cut)) + "}}]}"),
+                chunk("{}", R"("tool_calls")"), "[DONE]"};
+            CHECK(ollama_calls(relay(Dialect::openai_chat, Dialect::ollama_chat, split)) ==
+                  expected);
+        }
+    }
+    SUBCASE("arguments that are not an object end the stream with an error line") {
+        const std::vector<std::string> bad = {
+            chunk(R"({"tool_calls":[{"index":0,"id":"t","type":"function",)"
+                  R"("function":{"name":"f","arguments":"[1]"}}]})"),
+            chunk("{}", R"("tool_calls")"), "[DONE]"};
+        const std::string err = relay(Dialect::openai_chat, Dialect::ollama_chat, bad);
+        const std::vector<std::string> docs_bad = documents(err);
+        REQUIRE(docs_bad.size() == 1);
+        CHECK(docs_bad[0].find("not a JSON object") != std::string::npos);
+    }
+    SUBCASE("a tool call for a client that has none is an error, not a silent loss") {
+        const std::string err = relay(Dialect::openai_chat, Dialect::tgi, vllm);
+        CHECK(err.find("tool calls") != std::string::npos);
+    }
+}
+
+TEST_CASE("streamed tool calls: Ollama's whole calls become one OpenAI delta each") {
+    const std::vector<std::string> lines = {
+        R"({"model": "m", "created_at": "2024-07-22T20:33:28Z", "message": {"role": "assistant",)"
+        R"( "content": "", "tool_calls": [{"id": "call_x1", "function": {"index": 0,)"
+        R"( "name": "get_weather", "arguments": {"city": "Par\u00eds", "days": 2}}}]}, "done": false})",
+        R"({"done":false,"message":{"tool_calls":[{"function":{"arguments":{},"name":"now"}}],)"
+        R"("content":"","role":"assistant"},"model":"m","created_at":"2024-07-22T20:33:28Z"})",
+        R"({"model":"m","created_at":"2024-07-22T20:33:28Z","message":{"role":"assistant",)"
+        R"("content":""},"done_reason":"stop","done":true,"prompt_eval_count":9,"eval_count":5})"};
+    const std::string out = relay(Dialect::ollama_chat, Dialect::openai_chat, lines);
+    INFO(out);
+    const std::vector<std::string> docs = documents(out);
+    std::string calls;
+    std::string finishes;
+    for (const std::string& d : docs) {
+        json::Document doc;
+        REQUIRE_FALSE(json::parse(d, doc));
+        const json::Value* choices = json::find(doc, "choices");
+        if (choices == nullptr || choices->Empty()) {
+            continue;
+        }
+        const json::Value& c = (*choices)[0];
+        if (const json::Value* t = json::find(*json::find(c, "delta"), "tool_calls")) {
+            calls += json::to_string(*t);
+        }
+        if (const json::Value* f = json::find(c, "finish_reason"); f->IsString()) {
+            finishes += json::view(*f);
+        }
+    }
+    // Arguments as OpenAI's string, compact; a call without an id gets the whole answer's id.
+    CHECK(calls ==
+          R"([{"index":0,"id":"call_x1","type":"function","function":{"name":"get_weather",)"
+          R"("arguments":"{\"city\":\"París\",\"days\":2}"}}])"
+          R"([{"index":1,"id":"call_chatcmpl-7_1","type":"function","function":{"name":"now",)"
+          R"("arguments":"{}"}}])");
+    CHECK(finishes == "tool_calls");
+    CHECK(docs.back().find(R"("usage":{"prompt_tokens":9,"completion_tokens":5)") !=
+          std::string::npos);
+}
