@@ -14,7 +14,7 @@ import pathlib
 import re
 import unittest
 
-from harness import Proxy, open_stream, post_json, request, start
+from harness import Proxy, open_stream, post_json, request, start, stream
 from scripted import ScriptedBackend, json_reply, ndjson_reply, raw_reply, sse_reply
 
 FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures"
@@ -150,12 +150,37 @@ class AnthropicBackendTest(unittest.TestCase):
         start = next(d for name, d in events if name == "message_start")
         self.assertEqual(start["message"]["usage"]["input_tokens"], 472)
 
-    def test_another_dialects_client_is_told_not_given_a_200_without_the_call(self):
+    def test_an_openai_client_gets_the_call_as_tool_calls(self):
         r = post_json(self.proxy.port, "/v1/chat/completions",
                       {"model": ANTHROPIC_MODEL, "max_tokens": 100,
                        "messages": [{"role": "user", "content": "Weather in Paris?"}]})
-        self.assertEqual(r.status, 502, r.body[:300])
-        self.assertIn("tool_use", r.json()["error"]["message"])
+        self.assertEqual(r.status, 200, r.body[:300])
+        choice = r.json()["choices"][0]
+        self.assertEqual(choice["finish_reason"], "tool_calls")
+        blocks = [b for b in json.loads(self.whole)["content"] if b["type"] == "tool_use"]
+        calls = choice["message"]["tool_calls"]
+        self.assertEqual([c["id"] for c in calls], [b["id"] for b in blocks])
+        self.assertEqual([json.loads(c["function"]["arguments"]) for c in calls],
+                         [b["input"] for b in blocks])
+
+    def test_a_streaming_openai_client_gets_the_call_as_deltas(self):
+        s = stream(self.proxy.port, "/v1/chat/completions",
+                   {"model": ANTHROPIC_MODEL, "max_tokens": 100, "stream": True,
+                    "messages": [{"role": "user", "content": "Weather in Paris?"}]})
+        self.assertTrue(s.events[-1].done)
+        docs = [e.json() for e in s.events[:-1]]
+        calls = {}
+        finishes = []
+        for d in docs:
+            for c in d["choices"]:
+                finishes.append(c["finish_reason"])
+                for t in c["delta"].get("tool_calls", []):
+                    call = calls.setdefault(t["index"], {"id": t.get("id"), "arguments": ""})
+                    call["arguments"] += t["function"].get("arguments", "")
+        self.assertEqual(len(calls), 1)
+        self.assertTrue(calls[0]["id"].startswith("toolu_"), calls)
+        self.assertIsInstance(json.loads(calls[0]["arguments"]), dict)
+        self.assertIn("tool_calls", finishes)
 
 
 OLLAMA_MODEL = "llama3.2"

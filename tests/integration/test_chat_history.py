@@ -141,20 +141,40 @@ class OllamaClientToOllama(_Backend):
         self.assertEqual(len(self.backend.requests_to(self.ROUTE)), before)
 
 
+def anthropic_answer(text: str) -> dict:
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": MODEL,
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+            "stop_sequence": None, "usage": {"input_tokens": 9, "output_tokens": 2}}
+
+
 class OpenAIClientToAnthropic(_Backend):
     DIALECT = "anthropic"
     ROUTE = "/v1/messages"
+    ANSWER = staticmethod(anthropic_answer)
 
-    def test_tool_calls_in_the_history_are_refused_not_dropped(self):
+    def test_tool_calls_become_tool_use_and_results_tool_result_blocks(self):
+        for _ in self.each_style():
+            history = [OPENAI_HISTORY[0], dict(OPENAI_HISTORY[1], reasoning_content=None),
+                       OPENAI_HISTORY[2], {"role": "user", "content": "And tomorrow?"}]
+            r = post_json(self.proxy.port, "/v1/chat/completions",
+                          {"model": MODEL, "max_tokens": 10, "messages": history})
+            self.assertEqual(r.status, 200, r.body[:300])
+            self.assertEqual(r.json()["choices"][0]["message"]["content"], "It is 18 degrees.")
+            self.assertEqual(self.sent()["messages"], [
+                {"role": "user", "content": "Weather in Paris?"},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "call_1", "name": "get_weather",
+                     "input": json.loads(ARGUMENTS)}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "call_1", "content": "18 degrees"},
+                    {"type": "text", "text": "And tomorrow?"}]}])
+
+    def test_reasoning_in_the_history_is_refused_not_dropped(self):
         before = len(self.backend.requests_to(self.ROUTE))
-        history = [OPENAI_HISTORY[0], dict(OPENAI_HISTORY[1], reasoning_content=None),
-                   {"role": "user", "content": "And tomorrow?"}]
         r = post_json(self.proxy.port, "/v1/chat/completions",
-                      {"model": MODEL, "max_tokens": 10, "messages": history})
+                      {"model": MODEL, "max_tokens": 10, "messages": OPENAI_HISTORY})
         self.assertEqual(r.status, 400, r.body[:300])
-        err = r.json()["error"]
-        self.assertEqual(err["param"], "messages[1].tool_calls")
-        self.assertIn("tool_use", err["message"])
+        self.assertEqual(r.json()["error"]["param"], "messages[1].reasoning_content")
         self.assertEqual(len(self.backend.requests_to(self.ROUTE)), before)
 
 

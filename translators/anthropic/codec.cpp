@@ -61,6 +61,24 @@ std::string message_id(std::string_view id) {
     return "msg_" + std::string(id);
 }
 
+std::string tool_use_id(std::string_view answer_id, size_t place) {
+    return "toolu_" + std::string(answer_id) + "_" + std::to_string(place);
+}
+
+void write_tool_use(json::Writer& w, const canonical::ToolCall& call, std::string_view answer_id,
+                    size_t place) {
+    w.StartObject();
+    key(w, "type");
+    string(w, "tool_use");
+    key(w, "id");
+    string(w, call.id.empty() ? tool_use_id(answer_id, place) : call.id);
+    key(w, "name");
+    string(w, call.name);
+    key(w, "input");
+    json::write_raw(w, call.arguments.empty() ? std::string_view("{}") : call.arguments);
+    w.EndObject();
+}
+
 canonical::Error lost_tool_call(canonical::Dialect client) {
     canonical::Error e = upstream_error({});
     e.message =

@@ -75,5 +75,13 @@ canonical::Error upstream_error(std::string message);
 // be given yet (tool translation between dialects is not built): never a silent 200 without it.
 canonical::Error lost_tool_call(canonical::Dialect client);
 
+// A tool call as a tool_use block {"type", "id", "name", "input"}: the arguments (a JSON
+// object, checked by the decoder that read them) as they are; a call without an id gets
+// "toolu_<answer id>_<place>".
+void write_tool_use(json::Writer& w, const canonical::ToolCall& call, std::string_view answer_id,
+                    size_t place);
+// The id write_tool_use gives a call that has none.
+std::string tool_use_id(std::string_view answer_id, size_t place);
+
 }  // namespace wire
 }  // namespace infergate::translators::anthropic

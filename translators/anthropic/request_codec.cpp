@@ -77,6 +77,252 @@ std::optional<canonical::Error> read_content(const json::Value& content, const s
     return std::nullopt;
 }
 
+// One message's content blocks, as canonical messages: an assistant turn's text, thinking and
+// tool_use blocks make one message (its calls' arguments the input object, compact); a user
+// turn's tool_result blocks make one `tool` message each, before a user message with the rest.
+// Other blocks (images, documents, redacted thinking, ...) set `non_text`.
+std::optional<canonical::Error> read_turn(const json::Value& content, const std::string& path,
+                                          const std::string& role, std::vector<ChatMessage>& out,
+                                          bool& non_text) {
+    ChatMessage m;
+    m.role = role;
+    if (!content.IsArray()) {
+        if (auto e = read_content(content, path, m.content, non_text)) {
+            return e;
+        }
+        out.push_back(std::move(m));
+        return std::nullopt;
+    }
+    size_t results = 0;  // tool_result blocks, each a message of its own
+    for (rapidjson::SizeType i = 0; i < content.Size(); ++i) {
+        const json::Value& block = content[i];
+        const std::string at = path + "[" + std::to_string(i) + "]";
+        const json::Value* type = block.IsObject() ? json::find(block, "type") : nullptr;
+        if (type == nullptr || !type->IsString()) {
+            return bad_request("'" + at +
+                                   ".type' must be a string: content blocks are objects like "
+                                   "{\"type\": \"text\", \"text\": \"...\"}",
+                               at + ".type");
+        }
+        const std::string_view kind = json::view(*type);
+        if (kind == "text") {
+            const json::Value* t = json::find(block, "text");
+            if (t == nullptr || !t->IsString()) {
+                return bad_request("'" + at + ".text' must be a string", at + ".text");
+            }
+            m.content.append(json::view(*t));
+        } else if (kind == "tool_use" && role == "assistant") {
+            const json::Value* id = json::find(block, "id");
+            const json::Value* name = json::find(block, "name");
+            const json::Value* input = json::find(block, "input");
+            if (id == nullptr || !id->IsString() || name == nullptr || !name->IsString() ||
+                input == nullptr || !input->IsObject()) {
+                return bad_request("'" + at +
+                                       "' must be {\"type\": \"tool_use\", \"id\", \"name\", "
+                                       "\"input\": {...}}",
+                                   at);
+            }
+            canonical::ToolCall& call = m.tool_calls.emplace_back();
+            call.id.assign(json::view(*id));
+            call.name.assign(json::view(*name));
+            call.arguments = json::to_string(*input);
+        } else if (kind == "thinking" && role == "assistant") {
+            // The text goes on as the turn's reasoning; the signature, Anthropic's check that
+            // it wrote that text, means nothing to another backend.
+            const json::Value* t = json::find(block, "thinking");
+            if (t == nullptr || !t->IsString()) {
+                return bad_request("'" + at + ".thinking' must be a string", at + ".thinking");
+            }
+            m.reasoning.append(json::view(*t));
+        } else if (kind == "tool_result" && role == "user") {
+            const json::Value* id = json::find(block, "tool_use_id");
+            if (id == nullptr || !id->IsString()) {
+                return bad_request("'" + at + ".tool_use_id' must name the tool_use it answers",
+                                   at + ".tool_use_id");
+            }
+            ChatMessage result;
+            result.role = "tool";
+            result.tool_call_id.assign(json::view(*id));
+            if (const json::Value* c = json::find(block, "content"); c != nullptr && !c->IsNull()) {
+                if (auto e = read_content(*c, at + ".content", result.content, non_text)) {
+                    return e;
+                }
+            }
+            if (const json::Value* err = json::find(block, "is_error");
+                err != nullptr && err->IsBool()) {
+                result.tool_error = err->GetBool();
+            }
+            out.push_back(std::move(result));
+            ++results;
+        } else {
+            non_text = true;
+        }
+    }
+    if (!m.content.empty() || !m.tool_calls.empty() || !m.reasoning.empty() || results == 0) {
+        out.push_back(std::move(m));
+    }
+    return std::nullopt;
+}
+
+constexpr std::string_view kBackend = "the Anthropic Messages API";
+
+// An OpenAI or Ollama client's function tools as Anthropic's ({name, description,
+// input_schema}), and its tool_choice ("auto" → auto, "required" → any, "none" → none, a named
+// function → tool; parallel_tool_calls false → disable_parallel_tool_use).
+std::optional<canonical::Error> anthropic_tools(const GenerationRequest& req, std::string& tools,
+                                                std::string& choice) {
+    auto got = canonical::function_tools(req, kBackend);
+    if (!got) {
+        return got.error();
+    }
+    if (got->tools.empty()) {
+        return std::nullopt;
+    }
+    json::Document doc;
+    if (json::parse(got->tools, doc) || !doc.IsArray()) {
+        return bad_request("'tools' must be a list", "tools");
+    }
+    {
+        json::StringOut os{&tools};
+        json::Writer w(os);
+        w.StartArray();
+        for (const json::Value& t : doc.GetArray()) {
+            const json::Value& f = *json::find(t, "function");  // checked: function tools
+            const json::Value* name = json::find(f, "name");
+            if (name == nullptr || !name->IsString()) {
+                return bad_request("every tool's 'function.name' must be a string", "tools");
+            }
+            w.StartObject();
+            wire::key(w, "name");
+            wire::string(w, json::view(*name));
+            if (const json::Value* d = json::find(f, "description");
+                d != nullptr && d->IsString()) {
+                wire::key(w, "description");
+                wire::string(w, json::view(*d));
+            }
+            wire::key(w, "input_schema");
+            const json::Value* p = json::find(f, "parameters");
+            if (p != nullptr && p->IsObject()) {
+                json::write_raw(w, json::to_string(*p));
+            } else {
+                json::write_raw(w, R"({"type":"object","properties":{}})");
+            }
+            w.EndObject();
+        }
+        w.EndArray();
+    }
+    const canonical::Extra* parallel = canonical::find_extra(req, "parallel_tool_calls");
+    const bool one_at_a_time = parallel != nullptr && parallel->json == "false";
+    std::string type = "auto";
+    std::string name;
+    if (!got->tool_choice.empty()) {
+        json::Document c;
+        if (json::parse(got->tool_choice, c)) {
+            return bad_request("'tool_choice' is not valid JSON", "tool_choice");
+        }
+        if (c.IsString() && (json::view(c) == "auto" || json::view(c) == "none")) {
+            type = json::view(c);
+        } else if (c.IsString() && json::view(c) == "required") {
+            type = "any";
+        } else if (const json::Value* f = c.IsObject() ? json::find(c, "function") : nullptr;
+                   f != nullptr && json::find(*f, "name") != nullptr &&
+                   json::find(*f, "name")->IsString()) {
+            type = "tool";
+            name = json::view(*json::find(*f, "name"));
+        } else {
+            return bad_request("'tool_choice' " + got->tool_choice +
+                                   " has no equivalent in the Anthropic Messages API; send "
+                                   "\"auto\", \"none\", \"required\" or a named function",
+                               "tool_choice");
+        }
+    }
+    if (got->tool_choice.empty() && !one_at_a_time) {
+        return std::nullopt;
+    }
+    json::StringOut os{&choice};
+    json::Writer w(os);
+    w.StartObject();
+    wire::key(w, "type");
+    wire::string(w, type);
+    if (!name.empty()) {
+        wire::key(w, "name");
+        wire::string(w, name);
+    }
+    if (one_at_a_time && type != "none") {
+        wire::key(w, "disable_parallel_tool_use");
+        w.Bool(true);
+    }
+    w.EndObject();
+    return std::nullopt;
+}
+
+// The id of call `j` of message `i`: its own, else one made up from its place (Ollama clients
+// may send calls without ids).
+std::string call_id(const GenerationRequest& req, size_t i, size_t j) {
+    const std::string& id = req.messages[i].tool_calls[j].id;
+    return id.empty() ? "toolu_" + std::to_string(i) + "_" + std::to_string(j) : id;
+}
+
+// The tool_use id a tool result answers: its tool_call_id, else the call of the same name in the
+// last assistant turn before it that made one (Ollama's tool_name).
+std::string result_id(const GenerationRequest& req, const ChatMessage& m) {
+    if (!m.tool_call_id.empty()) {
+        return m.tool_call_id;
+    }
+    const size_t at = static_cast<size_t>(&m - req.messages.data());
+    for (size_t i = at; i-- > 0;) {
+        const auto& calls = req.messages[i].tool_calls;
+        for (size_t j = 0; j < calls.size(); ++j) {
+            if (calls[j].name == m.name) {
+                return call_id(req, i, j);
+            }
+        }
+    }
+    return {};
+}
+
+// One canonical message as content blocks: a text block (when it has text), an assistant's
+// calls as tool_use blocks, a tool result as a tool_result block.
+void write_blocks(json::Writer& w, const GenerationRequest& req, const ChatMessage& m) {
+    if (m.role == "tool") {
+        w.StartObject();
+        wire::key(w, "type");
+        wire::string(w, "tool_result");
+        wire::key(w, "tool_use_id");
+        wire::string(w, result_id(req, m));
+        wire::key(w, "content");
+        wire::string(w, m.content);
+        if (m.tool_error) {
+            wire::key(w, "is_error");
+            w.Bool(true);
+        }
+        w.EndObject();
+        return;
+    }
+    if (!m.content.empty()) {
+        w.StartObject();
+        wire::key(w, "type");
+        wire::string(w, "text");
+        wire::key(w, "text");
+        wire::string(w, m.content);
+        w.EndObject();
+    }
+    const size_t i = static_cast<size_t>(&m - req.messages.data());
+    for (size_t j = 0; j < m.tool_calls.size(); ++j) {
+        const canonical::ToolCall& c = m.tool_calls[j];
+        w.StartObject();
+        wire::key(w, "type");
+        wire::string(w, "tool_use");
+        wire::key(w, "id");
+        wire::string(w, call_id(req, i, j));
+        wire::key(w, "name");
+        wire::string(w, c.name);
+        wire::key(w, "input");
+        json::write_raw(w, c.arguments.empty() ? std::string_view("{}") : c.arguments);
+        w.EndObject();
+    }
+}
+
 }  // namespace
 
 Result<GenerationRequest> AnthropicCodec::decode_request(std::string_view body) const {
@@ -158,7 +404,6 @@ Result<GenerationRequest> AnthropicCodec::decode_request(std::string_view body) 
         if (!msg.IsObject()) {
             return bad_request("'" + at + "' must be an object with 'role' and 'content'", at);
         }
-        ChatMessage m;
         const json::Value* role = json::find(msg, "role");
         if (role == nullptr || !role->IsString() ||
             (json::view(*role) != "user" && json::view(*role) != "assistant")) {
@@ -167,15 +412,14 @@ Result<GenerationRequest> AnthropicCodec::decode_request(std::string_view body) 
                                    "prompt goes in the top-level 'system')",
                                at + ".role");
         }
-        m.role.assign(json::view(*role));
         const json::Value* content = json::find(msg, "content");
         if (content == nullptr) {
             return bad_request("'" + at + ".content' is required", at + ".content");
         }
-        if (auto e = read_content(*content, at + ".content", m.content, req.non_text_content)) {
+        if (auto e = read_turn(*content, at + ".content", std::string(json::view(*role)),
+                               req.messages, req.non_text_content)) {
             return std::move(*e);
         }
-        req.messages.push_back(std::move(m));
     }
 
     for (const auto& member : doc.GetObject()) {
@@ -251,22 +495,47 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
     if (auto err = canonical::refuse_logprobs(req, "the Anthropic Messages API", {})) {
         return std::move(*err);
     }
+    std::string tools;
+    std::string tool_choice;
     if (req.dialect != Dialect::anthropic) {
-        if (auto err = canonical::refuse_foreign_extras(req, "the Anthropic Messages API")) {
-            return std::move(*err);
+        const bool function_client =
+            req.dialect == Dialect::openai_chat || req.dialect == Dialect::ollama_chat;
+        const auto refused = function_client ? canonical::refuse_foreign_extras(
+                                                   req, kBackend, {"tools", "tool_choice"})
+                                             : canonical::refuse_foreign_extras(req, kBackend);
+        if (refused) {
+            return std::move(*refused);
+        }
+        if (function_client) {
+            if (auto err = anthropic_tools(req, tools, tool_choice)) {
+                return std::move(*err);
+            }
         }
     }
 
     for (size_t i = 0; i < req.messages.size(); ++i) {
         const ChatMessage& m = req.messages[i];
         const std::string at = "messages[" + std::to_string(i) + "]";
-        if (!m.tool_calls.empty()) {
+        if (req.dialect == Dialect::anthropic && (!m.tool_calls.empty() || m.role == "tool")) {
+            // (A same-dialect pair is passed through; this is a translated one.)
             return bad_request("'" + at +
-                                   ".tool_calls': an assistant turn's tool calls are not "
-                                   "translated to the Anthropic Messages API yet (its tool_use "
-                                   "blocks); send the conversation to a backend of the client's "
-                                   "own family",
-                               at + ".tool_calls");
+                                   "': tool use in the history cannot be re-encoded for an "
+                                   "Anthropic backend on a translated route; send it to "
+                                   "POST /v1/messages, which passes it as it is",
+                               at);
+        }
+        for (size_t j = 0; j < m.tool_calls.size(); ++j) {
+            json::Document args;
+            const std::string& a = m.tool_calls[j].arguments;
+            if (!a.empty() && (json::parse(a, args) || !args.IsObject())) {
+                const std::string param =
+                    at + ".tool_calls[" + std::to_string(j) + "].function.arguments";
+                return bad_request("'" + param +
+                                       "' must hold a JSON object to be sent to the Anthropic "
+                                       "Messages API (its tool_use input is an object); got '" +
+                                       a + "'",
+                                   param);
+            }
         }
         if (!m.reasoning.empty()) {
             const std::string param =
@@ -279,10 +548,16 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
         }
     }
     // Strict user/assistant alternation: consecutive same-role messages are merged (joined by a
-    // blank line), which is what Anthropic itself does with consecutive user turns. System and
-    // developer messages, wherever they are, go to the top-level `system`.
+    // blank line), which is what Anthropic itself does with consecutive user turns; a tool
+    // result is a tool_result block of a user turn. System and developer messages, wherever they
+    // are, go to the top-level `system`.
     std::string system;
-    std::vector<ChatMessage> turns;
+    struct Turn {
+        std::string_view role;
+        std::vector<const ChatMessage*> parts;
+        bool blocks = false;  // tool use or results: content blocks instead of a string
+    };
+    std::vector<Turn> turns;
     for (const ChatMessage& m : req.messages) {
         if (m.role == "system" || m.role == "developer") {
             if (!system.empty()) {
@@ -291,17 +566,18 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
             system.append(m.content);
             continue;
         }
-        if (m.role != "user" && m.role != "assistant") {
+        if (m.role != "user" && m.role != "assistant" && m.role != "tool") {
             return bad_request("a '" + m.role +
                                    "' message cannot be translated to the Anthropic Messages API "
-                                   "(only user, assistant and system); send text turns",
+                                   "(only user, assistant, tool and system)",
                                "messages");
         }
-        if (!turns.empty() && turns.back().role == m.role) {
-            turns.back().content.append("\n\n").append(m.content);
-        } else {
-            turns.push_back(m);
+        const std::string_view role = m.role == "assistant" ? "assistant" : "user";
+        if (turns.empty() || turns.back().role != role) {
+            turns.push_back({role, {}, false});
         }
+        turns.back().parts.push_back(&m);
+        turns.back().blocks = turns.back().blocks || m.role == "tool" || !m.tool_calls.empty();
     }
     if (turns.empty()) {
         return bad_request("the Anthropic Messages API needs at least one user message",
@@ -323,15 +599,38 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
     }
     wire::key(w, "messages");
     w.StartArray();
-    for (const ChatMessage& m : turns) {
+    for (const Turn& t : turns) {
         w.StartObject();
         wire::key(w, "role");
-        wire::string(w, m.role);
+        wire::string(w, t.role);
         wire::key(w, "content");
-        wire::string(w, m.content);
+        if (!t.blocks) {
+            std::string text;
+            for (const ChatMessage* m : t.parts) {
+                if (!text.empty() || m != t.parts.front()) {
+                    text.append("\n\n");
+                }
+                text.append(m->content);
+            }
+            wire::string(w, text);
+        } else {
+            w.StartArray();
+            for (const ChatMessage* m : t.parts) {
+                write_blocks(w, req, *m);
+            }
+            w.EndArray();
+        }
         w.EndObject();
     }
     w.EndArray();
+    if (!tools.empty()) {
+        wire::key(w, "tools");
+        json::write_raw(w, tools);
+        if (!tool_choice.empty()) {
+            wire::key(w, "tool_choice");
+            json::write_raw(w, tool_choice);
+        }
+    }
     if (!s.stop.empty()) {
         wire::key(w, "stop_sequences");
         w.StartArray();

@@ -3,6 +3,7 @@
 // API has one answer per request.
 
 #include "translators/anthropic/codec_impl.hpp"
+#include "translators/canonical/accumulate.hpp"
 
 namespace infergate::translators::anthropic {
 
@@ -33,12 +34,21 @@ void AnthropicCodec::encode_response(const GenerationResult& result, const Gener
     }
     wire::key(w, "content");
     w.StartArray();
-    w.StartObject();
-    wire::key(w, "type");
-    wire::string(w, "text");
-    wire::key(w, "text");
-    wire::string(w, choice != nullptr ? std::string_view(choice->text) : std::string_view());
-    w.EndObject();
+    // A text block, unless the turn only calls tools (as Anthropic writes such a turn).
+    if (choice == nullptr || !choice->text.empty() || choice->tool_calls.empty()) {
+        w.StartObject();
+        wire::key(w, "type");
+        wire::string(w, "text");
+        wire::key(w, "text");
+        wire::string(w, choice != nullptr ? std::string_view(choice->text) : std::string_view());
+        w.EndObject();
+    }
+    if (choice != nullptr) {
+        // Another dialect's tool calls, their arguments checked to be objects by its decoder.
+        for (size_t i = 0; i < choice->tool_calls.size(); ++i) {
+            wire::write_tool_use(w, choice->tool_calls[i], result.id, i);
+        }
+    }
     w.EndArray();
     const canonical::FinishReason* finish = choice != nullptr ? &choice->finish : nullptr;
     const std::string_view reason = wire::stop_reason(finish);
@@ -106,7 +116,24 @@ Result<GenerationResult> AnthropicCodec::decode_response(std::string_view body,
                 "the Anthropic backend sent a content block without a string 'type'");
         }
         if (json::view(*type) == "tool_use" && req.dialect != Dialect::anthropic) {
-            return wire::lost_tool_call(req.dialect);
+            if (!canonical::takes_tool_calls(req.dialect)) {
+                return wire::lost_tool_call(req.dialect);
+            }
+            const json::Value* id = json::find(block, "id");
+            const json::Value* name = json::find(block, "name");
+            const json::Value* input = json::find(block, "input");
+            if (name == nullptr || !name->IsString() || (input != nullptr && !input->IsObject())) {
+                return wire::upstream_error(
+                    "the Anthropic backend sent a tool_use block without a name or with an "
+                    "input that is not an object");
+            }
+            canonical::ToolCall& call = choice.tool_calls.emplace_back();
+            if (id != nullptr && id->IsString()) {
+                call.id.assign(json::view(*id));
+            }
+            call.name.assign(json::view(*name));
+            call.arguments = input != nullptr ? json::to_string(*input) : std::string("{}");
+            continue;
         }
         if (json::view(*type) != "text") {
             continue;  // thinking, tool_use, ...: not canonical text (carried below)

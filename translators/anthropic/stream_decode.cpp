@@ -2,6 +2,7 @@
 // turned back into canonical ones by their "type". Only choice 0: the API has one answer.
 
 #include "translators/anthropic/codec_impl.hpp"
+#include "translators/canonical/accumulate.hpp"
 
 namespace infergate::translators::anthropic {
 
@@ -80,7 +81,30 @@ void AnthropicCodec::decode_stream_event(std::string_view data, StreamState& sta
         c.text_block = -1;
         if (json::view(*btype) == "tool_use" && state.client &&
             *state.client != Dialect::anthropic) {
-            push_error(wire::lost_tool_call(*state.client), out);
+            if (!canonical::takes_tool_calls(*state.client)) {
+                push_error(wire::lost_tool_call(*state.client), out);
+                return;
+            }
+            // A call's first piece: its id and name; the input follows as input_json_delta.
+            const json::Value* id = json::find(*block, "id");
+            const json::Value* name = json::find(*block, "name");
+            if (name == nullptr || !name->IsString()) {
+                push_malformed("a tool_use block without a 'name' string", out);
+                return;
+            }
+            StreamEvent ev = chunk();
+            canonical::ToolCallDelta& piece = ev.tool_calls.emplace_back();
+            piece.index = static_cast<int>(c.calls_sent++);
+            if (id != nullptr && id->IsString()) {
+                piece.id.assign(json::view(*id));
+            }
+            piece.name.assign(json::view(*name));
+            if (const json::Value* input = json::find(*block, "input");
+                input != nullptr && input->IsObject() && input->MemberCount() > 0) {
+                piece.arguments = json::to_string(*input);
+            }
+            c.tool_block = at;
+            out.push_back(std::move(ev));
             return;
         }
         if (state.client == Dialect::anthropic) {
@@ -99,11 +123,29 @@ void AnthropicCodec::decode_stream_event(std::string_view data, StreamState& sta
             out.push_back(std::move(ev));
         }
         c.text_block = -1;
+        if (at == c.tool_block) {
+            c.tool_block = -1;
+        }
     } else if (t == "content_block_delta") {
         const json::Value* delta = json::find(doc, "delta");
         const json::Value* dtype = delta != nullptr ? json::find(*delta, "type") : nullptr;
         if (dtype == nullptr || !dtype->IsString()) {
             push_malformed("a content_block_delta without a typed 'delta'", out);
+            return;
+        }
+        const json::Value* index = json::find(doc, "index");
+        if (json::view(*dtype) == "input_json_delta" && c.tool_block >= 0 && index != nullptr &&
+            index->IsInt() && index->GetInt() == c.tool_block) {
+            const json::Value* partial = json::find(*delta, "partial_json");
+            if (partial == nullptr || !partial->IsString()) {
+                push_malformed("an input_json_delta without a 'partial_json' string", out);
+                return;
+            }
+            StreamEvent ev = chunk();
+            canonical::ToolCallDelta& piece = ev.tool_calls.emplace_back();
+            piece.index = static_cast<int>(c.calls_sent) - 1;
+            piece.arguments.assign(json::view(*partial));
+            out.push_back(std::move(ev));
             return;
         }
         if (json::view(*dtype) != "text_delta") {

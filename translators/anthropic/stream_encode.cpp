@@ -85,6 +85,13 @@ void close_text_block(ChoiceState& c, std::string& out) {
     }
 }
 
+void close_tool_block(ChoiceState& c, std::string& out) {
+    if (c.tool_block >= 0) {
+        close_block(c.tool_block, out);
+        c.tool_block = -1;
+    }
+}
+
 // A carried block event: content_block_start (the block), content_block_delta (the delta) or
 // content_block_stop, numbered by this encoder.
 void write_carried_block(ChoiceState& c, const canonical::Carried& carried, std::string& out) {
@@ -158,12 +165,68 @@ void ensure_start(StreamState& s, const canonical::Usage& first, std::string& ou
         w.EndObject();
         w.EndObject();
     }
-    open_text_block(c, out);
+    // The text block opens with the first text, so that a turn that only calls tools starts
+    // with its tool_use block, as Anthropic streams it; an answer with no content at all gets
+    // an empty one at the end (write_tail).
+}
+
+// Another dialect's tool-call pieces: each call a tool_use block (content_block_start with its
+// id, name and an empty input), its arguments as input_json_delta fragments; a block closes
+// when the next block starts or the message ends. `c.calls_sent`: calls started.
+void write_tool_pieces(ChoiceState& c, const StreamState& s,
+                       const std::vector<canonical::ToolCallDelta>& pieces, std::string& out) {
+    for (const canonical::ToolCallDelta& piece : pieces) {
+        const size_t at = static_cast<size_t>(std::max(piece.index, 0));
+        if (at >= c.calls_sent) {
+            close_text_block(c, out);
+            close_tool_block(c, out);  // the previous call's
+            c.calls_sent = at + 1;
+            c.tool_block = c.blocks;
+            Event ev("content_block_start", out);
+            json::Writer& w = ev.w();
+            w.StartObject();
+            write_type(w, "content_block_start");
+            wire::key(w, "index");
+            w.Int(c.blocks++);
+            wire::key(w, "content_block");
+            w.StartObject();
+            write_type(w, "tool_use");
+            wire::key(w, "id");
+            wire::string(w, piece.id.empty() ? wire::tool_use_id(s.id, at) : piece.id);
+            wire::key(w, "name");
+            wire::string(w, piece.name);
+            wire::key(w, "input");
+            w.StartObject();
+            w.EndObject();
+            w.EndObject();
+            w.EndObject();
+        }
+        if (piece.arguments.empty() || c.tool_block < 0) {
+            continue;
+        }
+        Event ev("content_block_delta", out);
+        json::Writer& w = ev.w();
+        w.StartObject();
+        write_type(w, "content_block_delta");
+        wire::key(w, "index");
+        w.Int(c.tool_block);
+        wire::key(w, "delta");
+        w.StartObject();
+        write_type(w, "input_json_delta");
+        wire::key(w, "partial_json");
+        wire::string(w, piece.arguments);
+        w.EndObject();
+        w.EndObject();
+    }
 }
 
 void write_tail(StreamState& s, std::string& out) {
     ChoiceState& c = s.choice(0);
+    if (c.blocks == 0) {
+        open_text_block(c, out);  // an answer without content still has its (empty) text block
+    }
     close_text_block(c, out);
+    close_tool_block(c, out);
     {
         const FinishReason* finish = c.held_finish ? &*c.held_finish : nullptr;
         // A stream that ended without a finish says null rather than inventing one.
@@ -230,7 +293,7 @@ void encode_chunk(const AnthropicCodec& codec, const StreamEvent& event, StreamS
     const bool finishing = event.finish && event.finish->kind != FinishKind::none;
     const bool carried = event.carried.from == Dialect::anthropic && !event.carried.empty();
     if (!c.role_sent && !event.usage.prompt_tokens && event.text.empty() && !finishing &&
-        !carried) {
+        !carried && event.tool_calls.empty()) {
         // message_start carries input_tokens: it waits for the first event that tells them or
         // brings content (never longer), so that a count the backend gives before its first
         // token (continuous usage, a llama.cpp or Anthropic backend) is not written as 0.
@@ -242,13 +305,21 @@ void encode_chunk(const AnthropicCodec& codec, const StreamEvent& event, StreamS
     if (carried) {
         write_carried_block(c, event.carried, out);
     }
+    if (!event.tool_calls.empty()) {
+        if (!event.usage.completion_tokens) {
+            ++c.completion_tokens;
+        }
+        s.content_seen = true;
+        write_tool_pieces(c, s, event.tool_calls, out);
+    }
     if (!event.text.empty()) {
         if (!event.usage.completion_tokens) {
             ++c.completion_tokens;  // one chunk is roughly one token until a real count comes
         }
         s.content_seen = true;
         if (c.text_block < 0) {
-            open_text_block(c, out);  // text after a carried block gets a block of its own
+            close_tool_block(c, out);
+            open_text_block(c, out);  // text after another block gets a block of its own
         }
         Event ev("content_block_delta", out);
         json::Writer& w = ev.w();
@@ -315,7 +386,11 @@ void AnthropicCodec::encode_stream_event(const StreamEvent& event, StreamState& 
                 framing::write_sse_comment(event.text, out);
                 break;
             }
-            // Anthropic's own keep-alive, after message_start as the API sends it.
+            // Anthropic's own keep-alive, after message_start and the first block's start as
+            // the API sends it.
+            if (state.choice(0).blocks == 0) {
+                open_text_block(state.choice(0), out);
+            }
             framing::write_sse_event("ping", R"({"type": "ping"})", out);
             break;
     }

@@ -76,7 +76,7 @@ void add_tool_call_delta(std::vector<ToolCall>& calls, const ToolCallDelta& piec
 }
 
 bool takes_tool_calls(Dialect d) {
-    return d == Dialect::openai_chat || d == Dialect::ollama_chat;
+    return d == Dialect::openai_chat || d == Dialect::ollama_chat || d == Dialect::anthropic;
 }
 
 void apply_to_result(const StreamEvent& ev, GenerationResult& result) {

@@ -45,6 +45,7 @@ struct ChoiceState {
     size_t calls_sent = 0;
     int blocks = 0;       // Anthropic: content blocks started (the next block's index)
     int text_block = -1;  // Anthropic: index of the open text block, -1 when none is open
+    int tool_block = -1;  // Anthropic: index of the open tool_use block, -1 when none is open
 };
 
 struct StreamState {

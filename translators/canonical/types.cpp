@@ -152,12 +152,13 @@ const Extra* find_extra(const GenerationRequest& req, std::string_view key) {
 }
 
 std::optional<Error> refuse_foreign_extras(const GenerationRequest& req, std::string_view backend,
-                                           std::string_view carried) {
+                                           std::initializer_list<std::string_view> carried) {
     std::string path;
     for (const Extra& e : req.extras) {
         // "infergate.*" keys are markers a codec leaves for itself (TGI's POST / route), not a
         // client's setting.
-        if (!e.inert && !e.key.starts_with("infergate.") && (carried.empty() || e.key != carried)) {
+        if (!e.inert && !e.key.starts_with("infergate.") &&
+            std::find(carried.begin(), carried.end(), e.key) == carried.end()) {
             path = e.key;
             break;
         }
@@ -282,6 +283,152 @@ std::optional<Error> check_function_tools(std::string_view json, std::string_vie
         }
     }
     return std::nullopt;
+}
+
+namespace {
+
+// An Anthropic client's tools ([{name, description, input_schema, cache_control, type}]) as
+// function tools. Server tools (a `type` other than "custom": web search, bash, the text
+// editor, ...) run at Anthropic and have no equivalent.
+std::optional<Error> anthropic_tools(const json::Value& tools, std::string_view backend,
+                                     std::string& out) {
+    if (!tools.IsArray()) {
+        return bad_request("'tools' must be a list of {\"name\", \"input_schema\"} objects",
+                           "tools");
+    }
+    json::StringOut os{&out};
+    json::Writer w(os);
+    w.StartArray();
+    for (rapidjson::SizeType i = 0; i < tools.Size(); ++i) {
+        const std::string at = "tools[" + std::to_string(i) + "]";
+        const json::Value& t = tools[i];
+        if (!t.IsObject()) {
+            return bad_request("'" + at + "' must be an object", at);
+        }
+        if (const json::Value* type = json::find(t, "type");
+            type != nullptr && !type->IsNull() &&
+            (!type->IsString() || json::view(*type) != "custom")) {
+            return bad_request("'" + at + "' (type " + json::to_string(*type) +
+                                   ") is a server tool that runs at Anthropic; it cannot be "
+                                   "carried to " +
+                                   std::string(backend) +
+                                   ", which takes function tools only ({\"name\", "
+                                   "\"description\", \"input_schema\"})",
+                               at + ".type");
+        }
+        const json::Value* name = json::find(t, "name");
+        if (name == nullptr || !name->IsString()) {
+            return bad_request("'" + at + ".name' must be a string", at + ".name");
+        }
+        const json::Value* schema = json::find(t, "input_schema");
+        if (schema == nullptr || !schema->IsObject()) {
+            return bad_request("'" + at + ".input_schema' must be a JSON schema object",
+                               at + ".input_schema");
+        }
+        w.StartObject();
+        json::key(w, "type");
+        json::string(w, "function");
+        json::key(w, "function");
+        w.StartObject();
+        json::key(w, "name");
+        json::string(w, json::view(*name));
+        if (const json::Value* d = json::find(t, "description"); d != nullptr && d->IsString()) {
+            json::key(w, "description");
+            json::string(w, json::view(*d));
+        }
+        json::key(w, "parameters");
+        json::write_raw(w, json::to_string(*schema));
+        w.EndObject();
+        w.EndObject();
+    }
+    w.EndArray();
+    return std::nullopt;
+}
+
+// An Anthropic client's tool_choice ({"type": "auto" | "any" | "tool" | "none", "name",
+// "disable_parallel_tool_use"}) in OpenAI's shape.
+std::optional<Error> anthropic_tool_choice(const json::Value& choice, FunctionTools& out) {
+    const json::Value* type = choice.IsObject() ? json::find(choice, "type") : nullptr;
+    if (type == nullptr || !type->IsString()) {
+        return bad_request(
+            "'tool_choice' must be an object like {\"type\": \"auto\"} (auto, any, tool or "
+            "none)",
+            "tool_choice");
+    }
+    const std::string_view kind = json::view(*type);
+    if (kind == "auto") {
+        out.tool_choice = "\"auto\"";
+    } else if (kind == "any") {
+        out.tool_choice = "\"required\"";
+    } else if (kind == "none") {
+        out.tool_choice = "\"none\"";
+    } else if (kind == "tool") {
+        const json::Value* name = json::find(choice, "name");
+        if (name == nullptr || !name->IsString()) {
+            return bad_request("'tool_choice.name' must name the tool to call", "tool_choice.name");
+        }
+        json::StringOut os{&out.tool_choice};
+        json::Writer w(os);
+        w.StartObject();
+        json::key(w, "type");
+        json::string(w, "function");
+        json::key(w, "function");
+        w.StartObject();
+        json::key(w, "name");
+        json::string(w, json::view(*name));
+        w.EndObject();
+        w.EndObject();
+    } else {
+        return bad_request(
+            "'tool_choice.type' must be auto, any, tool or none, got '" + std::string(kind) + "'",
+            "tool_choice.type");
+    }
+    if (const json::Value* one = json::find(choice, "disable_parallel_tool_use");
+        one != nullptr && one->IsBool()) {
+        out.one_call_at_a_time = one->GetBool();
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+Result<FunctionTools> function_tools(const GenerationRequest& req, std::string_view backend) {
+    FunctionTools out;
+    const Extra* tools = find_extra(req, "tools");
+    const Extra* choice = find_extra(req, "tool_choice");
+    if (req.dialect != Dialect::anthropic) {
+        if (tools != nullptr && !tools->inert) {
+            if (auto e = check_function_tools(tools->json, backend)) {
+                return std::move(*e);
+            }
+            out.tools = tools->json;
+        }
+        if (choice != nullptr && choice->json != "null") {
+            out.tool_choice = choice->json;
+        }
+        return out;
+    }
+    if (tools != nullptr && tools->json != "null") {
+        json::Document doc;
+        if (json::parse(tools->json, doc)) {
+            return bad_request("'tools' must be a list", "tools");
+        }
+        if (!doc.IsArray() || !doc.Empty()) {
+            if (auto e = anthropic_tools(doc, backend, out.tools)) {
+                return std::move(*e);
+            }
+        }
+    }
+    if (choice != nullptr && choice->json != "null") {
+        json::Document doc;
+        if (json::parse(choice->json, doc)) {
+            return bad_request("'tool_choice' must be an object", "tool_choice");
+        }
+        if (auto e = anthropic_tool_choice(doc, out)) {
+            return std::move(*e);
+        }
+    }
+    return out;
 }
 
 }  // namespace infergate::canonical

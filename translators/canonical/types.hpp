@@ -3,6 +3,7 @@
 // Plain value types; no I/O, no allocation policy beyond the standard library.
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -101,6 +102,9 @@ struct ChatMessage {
     std::string name;     // optional
     std::vector<ToolCall> tool_calls;  // an assistant's calls, in order
     std::string tool_call_id;          // role tool: the call this message answers
+    // Role tool: the result is an error (Anthropic is_error). OpenAI and Ollama have no such
+    // flag: their backends get the result's text, as vLLM's own /v1/messages sends it.
+    bool tool_error = false;
     // An assistant turn's reasoning as the client sent it back in the history (Ollama
     // `thinking`, vLLM/SGLang `reasoning_content`).
     std::string reasoning;
@@ -266,10 +270,10 @@ bool penalties_active(const SamplingParams& s);
 // (`options.mirostat`, `sampling_params.regex`, `parameters.grammar`) and says that only a
 // backend speaking the client's own dialect takes it. `backend` names the backend for the
 // message ("a TGI backend"). nullopt when there is none.
-// `carried`: a key the backend's encoder writes itself (an OpenAI or Ollama client's `tools`
-// to the other family: one wire shape), not refused.
+// `carried`: keys the backend's encoder writes itself (a client's `tools` and `tool_choice`,
+// through function_tools), not refused.
 std::optional<Error> refuse_foreign_extras(const GenerationRequest& req, std::string_view backend,
-                                           std::string_view carried = {});
+                                           std::initializer_list<std::string_view> carried = {});
 
 // The extra named `key`, or null.
 const Extra* find_extra(const GenerationRequest& req, std::string_view key);
@@ -279,6 +283,21 @@ const Extra* find_extra(const GenerationRequest& req, std::string_view key);
 // `json` is such a list that `backend` can take as it is, else the 400 naming what it cannot
 // (another tool type, OpenAI's `strict`).
 std::optional<Error> check_function_tools(std::string_view json, std::string_view backend);
+
+// A client's tools for an OpenAI-family or Ollama backend, in the shape those two share
+// ([{"type": "function", "function": {"name", "description", "parameters"}}]): an OpenAI or
+// Ollama client's own list as it is (check_function_tools), an Anthropic client's
+// {name, description, input_schema} tools converted. `tool_choice` in OpenAI's shape ("auto",
+// "none", "required", {"type": "function", "function": {"name"}}; empty when the client gave
+// none), and whether the client asked for one call at a time (Anthropic
+// disable_parallel_tool_use). An error names what `backend` cannot take (a server tool, another
+// tool type, OpenAI's strict).
+struct FunctionTools {
+    std::string tools;        // empty: no tools
+    std::string tool_choice;  // empty: none given
+    bool one_call_at_a_time = false;
+};
+Result<FunctionTools> function_tools(const GenerationRequest& req, std::string_view backend);
 
 // Where a client of `client` wrote the setting the canonical model calls `name` (the field
 // names of SamplingParams, and `include_stop_str_in_output` for keep_stop_str): "max_tokens" is

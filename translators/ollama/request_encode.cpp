@@ -71,25 +71,32 @@ std::optional<canonical::Error> check_tools(const GenerationRequest& req) {
     return std::nullopt;
 }
 
-// An OpenAI client's function tools go to Ollama as they are (one wire shape); Ollama has no
-// tool_choice: it decides itself whether to call one, which is OpenAI's "auto".
-std::optional<canonical::Error> check_foreign_tools(const GenerationRequest& req) {
-    const canonical::Extra* tools = canonical::find_extra(req, "tools");
-    if (tools == nullptr || tools->inert) {
-        return std::nullopt;
+// Another family's function tools: an OpenAI client's go to Ollama as they are (one wire
+// shape), an Anthropic client's converted. Ollama has no tool_choice: it decides itself whether
+// to call one, which is "auto"; nor a way to ask for one call at a time.
+Result<canonical::FunctionTools> foreign_tools(const GenerationRequest& req) {
+    auto tools = canonical::function_tools(req, "an Ollama backend");
+    if (!tools) {
+        return tools;
     }
-    if (auto e = canonical::check_function_tools(tools->json, "an Ollama backend")) {
-        return e;
+    const std::string& choice = tools->tool_choice;
+    if (!choice.empty() && choice != "\"auto\"") {
+        const bool anthropic = req.dialect == canonical::Dialect::anthropic;
+        return bad_request(
+            "'tool_choice' " +
+                (anthropic ? canonical::find_extra(req, "tool_choice")->json : choice) +
+                " cannot be carried to an Ollama backend: Ollama has no "
+                "tool_choice and decides itself whether to call a tool (\"auto\"); "
+                "leave it out or send \"auto\"",
+            "tool_choice");
     }
-    if (const canonical::Extra* choice = canonical::find_extra(req, "tool_choice");
-        choice != nullptr && choice->json != "\"auto\"" && choice->json != "null") {
-        return bad_request("'tool_choice' " + choice->json +
-                               " cannot be carried to an Ollama backend: Ollama has no "
-                               "tool_choice and decides itself whether to call a tool (\"auto\"); "
-                               "leave it out or send \"auto\"",
-                           "tool_choice");
+    if (tools->one_call_at_a_time) {
+        return bad_request(
+            "'tool_choice.disable_parallel_tool_use' cannot be carried to an Ollama backend, "
+            "which has no way to limit a turn to one tool call; leave it out",
+            "tool_choice.disable_parallel_tool_use");
     }
-    return std::nullopt;
+    return tools;
 }
 
 std::optional<canonical::Error> check(const GenerationRequest& req, const SamplingParams& s) {
@@ -163,10 +170,7 @@ std::optional<canonical::Error> check(const GenerationRequest& req, const Sampli
                            "Ollama never writes special tokens; leave it out");
     }
     if (!is_ollama(req.dialect)) {
-        if (auto e = canonical::refuse_foreign_extras(req, kBackend, "tools")) {
-            return e;
-        }
-        return check_foreign_tools(req);
+        return canonical::refuse_foreign_extras(req, kBackend, {"tools", "tool_choice"});
     }
     return std::nullopt;
 }
@@ -240,6 +244,14 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     if (auto err = check_tools(req)) {
         return std::move(*err);
     }
+    canonical::FunctionTools tools;
+    if (!is_ollama(req.dialect)) {
+        auto got = foreign_tools(req);
+        if (!got) {
+            return got.error();
+        }
+        tools = std::move(got.value());
+    }
     std::string body;
     body.reserve(256 + (req.prompts.empty() ? 0 : req.prompts.front().text.size()) +
                  (req.messages.empty() ? 0 : req.messages.back().content.size()));
@@ -308,10 +320,9 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
             json::key(w, extra.key);
             json::write_raw(w, extra.json);
         }
-    } else if (const canonical::Extra* tools = canonical::find_extra(req, "tools");
-               tools != nullptr && !tools->inert) {
-        json::key(w, "tools");  // checked by check_foreign_tools
-        json::write_raw(w, tools->json);
+    } else if (!tools.tools.empty()) {
+        json::key(w, "tools");  // checked by foreign_tools
+        json::write_raw(w, tools.tools);
     }
     w.EndObject();
     return body;

@@ -1,5 +1,7 @@
 #include "translators/openai/common.hpp"
 
+#include "translators/canonical/accumulate.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -149,10 +151,12 @@ void write_usage(json::Writer& w, const canonical::Usage& usage) {
 
 namespace {
 
-// A chat answer's tool_calls for an Ollama client: each {id, type, function: {name, arguments}},
-// the arguments a string holding a JSON object (TGI writes the object itself).
+// A chat answer's tool_calls for an Ollama or Anthropic client: each {id, type, function:
+// {name, arguments}}, the arguments a string holding a JSON object (TGI writes the object
+// itself; nothing at all stands for no arguments).
 std::optional<canonical::Error> read_tool_calls(const json::Value& calls,
-                                                std::vector<canonical::ToolCall>& out) {
+                                                std::vector<canonical::ToolCall>& out,
+                                                canonical::Dialect client) {
     for (rapidjson::SizeType i = 0; i < calls.Size(); ++i) {
         const json::Value& c = calls[i];
         const json::Value* function = c.IsObject() ? json::find(c, "function") : nullptr;
@@ -172,14 +176,15 @@ std::optional<canonical::Error> read_tool_calls(const json::Value& calls,
         } else if (arguments != nullptr && arguments->IsObject()) {
             call.arguments = json::to_string(*arguments);
         }
+        if (call.arguments.empty()) {
+            call.arguments = "{}";
+        }
         json::Document parsed;
         if (json::parse(call.arguments, parsed) || !parsed.IsObject()) {
-            return upstream_error(
-                "the backend's tool call '" + call.name +
-                "' has arguments that are not a JSON object (" +
-                (call.arguments.empty() ? std::string("none") : "'" + call.arguments + "'") +
-                "), which an Ollama client cannot be given: Ollama carries "
-                "them as an object");
+            return upstream_error("the backend's tool call '" + call.name +
+                                  "' has arguments that are not a JSON object ('" + call.arguments +
+                                  "'), which a " + std::string(canonical::to_string(client)) +
+                                  " client cannot be given: it carries them as an object");
         }
     }
     return std::nullopt;
@@ -271,8 +276,8 @@ std::optional<canonical::Error> carry(const json::Value& message, std::string_vi
     if (*client != canonical::Dialect::openai_chat) {
         const json::Value* calls = json::find(message, "tool_calls");
         if (calls != nullptr && calls->IsArray() && !calls->Empty() && tool_calls != nullptr &&
-            *client == canonical::Dialect::ollama_chat) {
-            return read_tool_calls(*calls, *tool_calls);
+            canonical::takes_tool_calls(*client)) {
+            return read_tool_calls(*calls, *tool_calls, *client);
         }
         if (calls != nullptr && calls->IsArray() && !calls->Empty()) {
             return upstream_error(

@@ -285,19 +285,31 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     }
     const bool openai_client = req.dialect == canonical::Dialect::openai_completions ||
                                req.dialect == canonical::Dialect::openai_chat;
+    // Another family's function tools: an Ollama client's are OpenAI's own shape, an Anthropic
+    // client's are converted (and its tool_choice).
+    canonical::FunctionTools tools;
     if (!openai_client) {
-        // An Ollama client's function tools: OpenAI's own shape.
         const bool ollama_client = req.dialect == canonical::Dialect::ollama_chat;
-        if (auto err = canonical::refuse_foreign_extras(req, backend_name(options.flavor),
-                                                        ollama_client ? "tools" : "")) {
-            return std::move(*err);
+        const bool anthropic_client = req.dialect == canonical::Dialect::anthropic;
+        std::optional<canonical::Error> refused;
+        if (ollama_client) {
+            refused =
+                canonical::refuse_foreign_extras(req, backend_name(options.flavor), {"tools"});
+        } else if (anthropic_client) {
+            refused = canonical::refuse_foreign_extras(req, backend_name(options.flavor),
+                                                       {"tools", "tool_choice"});
+        } else {
+            refused = canonical::refuse_foreign_extras(req, backend_name(options.flavor));
         }
-        if (const canonical::Extra* tools = canonical::find_extra(req, "tools");
-            ollama_client && tools != nullptr && !tools->inert) {
-            if (auto err =
-                    canonical::check_function_tools(tools->json, backend_name(options.flavor))) {
-                return std::move(*err);
+        if (refused) {
+            return std::move(*refused);
+        }
+        if (ollama_client || anthropic_client) {
+            auto got = canonical::function_tools(req, backend_name(options.flavor));
+            if (!got) {
+                return got.error();
             }
+            tools = std::move(got.value());
         }
     }
 
@@ -326,11 +338,17 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
             json::key(w, extra.key);
             json::write_raw(w, extra.json);
         }
-    } else if (const canonical::Extra* tools = canonical::find_extra(req, "tools");
-               req.dialect == canonical::Dialect::ollama_chat && tools != nullptr &&
-               !tools->inert) {
+    } else if (!tools.tools.empty()) {
         json::key(w, "tools");  // checked above
-        json::write_raw(w, tools->json);
+        json::write_raw(w, tools.tools);
+        if (!tools.tool_choice.empty()) {
+            json::key(w, "tool_choice");
+            json::write_raw(w, tools.tool_choice);
+        }
+        if (tools.one_call_at_a_time) {
+            json::key(w, "parallel_tool_calls");
+            w.Bool(false);
+        }
     }
     if (options.stream) {
         // Ask for usage where the backend accepts it: metrics need the backend's own counts, and

@@ -208,8 +208,8 @@ TEST_CASE("anthropic encode_request: what cannot be translated is a 400") {
     r.sampling.temperature = 1.5;
     check_refused(r, "temperature");
     r = base;
-    r.messages.push_back(infergate::canonical::text_message("tool", "42"));
-    check_refused(r, "messages");
+    r.messages.push_back(infergate::canonical::text_message("function", "42"));
+    check_refused(r, "messages");  // (a tool result is a tool_result block: chat_history_test)
     r = base;
     r.messages = {infergate::canonical::text_message("system", "only a system prompt")};
     check_refused(r, "messages");

@@ -247,10 +247,17 @@ TEST_CASE("anthropic same dialect: a tool_use answer comes back whole") {
     REQUIRE(!infergate::json::parse(body, want, "fixture"));
     CHECK(infergate::json::to_string(got) == infergate::json::to_string(want));
 
-    GenerationRequest openai = request();
-    openai.dialect = Dialect::openai_chat;
-    auto r = codec().decode_response(body, openai);
+    // A client with no tool calls in its dialect is told, not given a 200 without them.
+    GenerationRequest tgi = request();
+    tgi.dialect = Dialect::tgi;
+    auto r = codec().decode_response(body, tgi);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().status == 502);
     CHECK(r.error().message.find("tool_use") != std::string::npos);
+    // One that has them gets them (roundtrip/chat_history_test: the shapes).
+    GenerationRequest openai = request();
+    openai.dialect = Dialect::openai_chat;
+    auto translated = codec().decode_response(body, openai);
+    REQUIRE(translated.ok());
+    REQUIRE(translated->choices[0].tool_calls.size() == 1);
 }

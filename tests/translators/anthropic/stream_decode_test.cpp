@@ -126,7 +126,7 @@ TEST_CASE("anthropic decode_stream_event: malformed events are 502 errors") {
 // Item 7: a translated pair says it would lose the tool call instead of a silent 200.
 TEST_CASE("anthropic decode stream: a tool call for another dialect's client is an error") {
     StreamState dec;
-    dec.client = infergate::canonical::Dialect::openai_chat;
+    dec.client = infergate::canonical::Dialect::tgi;  // (OpenAI, Ollama: tool_stream_test)
     const auto events = decode_stream(fixture("tool_use_stream.sse"), dec);
     bool errored = false;
     for (const auto& ev : events) {
@@ -134,7 +134,7 @@ TEST_CASE("anthropic decode stream: a tool call for another dialect's client is 
             errored = true;
             CHECK(ev.error.status == 502);
             CHECK(ev.error.message.find("tool_use") != std::string::npos);
-            CHECK(ev.error.message.find("openai_chat") != std::string::npos);
+            CHECK(ev.error.message.find("tgi") != std::string::npos);
         }
         CHECK(ev.carried.empty());
     }

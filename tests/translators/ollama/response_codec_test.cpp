@@ -179,9 +179,9 @@ TEST_CASE("ollama same dialect: tool_calls come back whole, or a 502 that says w
     REQUIRE(translated.choices[0].tool_calls.size() == 1);
     CHECK(translated.choices[0].tool_calls[0].arguments ==
           R"({"format":"celsius","location":"Paris, FR"})");
-    GenerationRequest anthropic = req;
-    anthropic.dialect = Dialect::anthropic;
-    auto lost = ollama::chat_codec().decode_response(body, anthropic);
+    GenerationRequest tgi = req;  // a client with no tool calls in its dialect
+    tgi.dialect = Dialect::tgi;
+    auto lost = ollama::chat_codec().decode_response(body, tgi);
     REQUIRE_FALSE(lost.ok());
     CHECK(lost.error().status == 502);
     CHECK(lost.error().message.find("tool_calls") != std::string::npos);

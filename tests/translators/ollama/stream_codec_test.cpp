@@ -227,7 +227,7 @@ TEST_CASE("ollama same dialect stream: tool_calls lines come through") {
     CHECK(out.find(R"("done":true,"done_reason":"stop")") != std::string::npos);
 
     StreamState other;
-    other.client = infergate::canonical::Dialect::anthropic;
+    other.client = infergate::canonical::Dialect::tgi;  // no tool calls in its dialect
     const auto lost = decode(ollama::chat_codec(), wire, other);
     REQUIRE_FALSE(lost.empty());
     CHECK(lost.front().type == Type::error);

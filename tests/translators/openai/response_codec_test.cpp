@@ -491,9 +491,9 @@ TEST_CASE("openai chat: tool_calls carried to an OpenAI chat client, a 502 for o
     CHECK(out.find(R"("message":{"role":"assistant","content":"","tool_calls":[{"id":"0",)"
                    R"("type":"function","function":{"description":null,"name":"get_weather",)"
                    R"("arguments":{"location":"Paris"}}}]})") != std::string::npos);
-    GenerationRequest anthropic = req;
-    anthropic.dialect = infergate::canonical::Dialect::anthropic;
-    auto lost = chat().decode_response(body, anthropic);
+    GenerationRequest tgi = req;  // a client with no tool calls in its dialect
+    tgi.dialect = infergate::canonical::Dialect::tgi;
+    auto lost = chat().decode_response(body, tgi);
     REQUIRE_FALSE(lost.ok());
     CHECK(lost.error().status == 502);
     CHECK(lost.error().message.find("tool_calls") != std::string::npos);

@@ -204,22 +204,81 @@ TEST_CASE("Ollama chat: malformed tool calls get a 400 naming the field") {
     }
 }
 
-TEST_CASE("Anthropic backend: tool calls and reasoning in the history are refused, not dropped") {
+TEST_CASE("Anthropic backend: tool calls become tool_use blocks, results tool_result blocks") {
     const GenerationRequest req = decode(Dialect::openai_chat, R"({"model":"m","max_tokens":5,
       "messages":[{"role":"user","content":"hi"},
-        {"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function",
-          "function":{"name":"f","arguments":"{}"}}]},
+        {"role":"assistant","content":"Let me look.","tool_calls":[{"id":"c1","type":"function",
+          "function":{"name":"f","arguments":"{\"a\": 1}"}},{"id":"c2","type":"function",
+          "function":{"name":"g","arguments":""}}]},
+        {"role":"tool","tool_call_id":"c1","content":"one"},
+        {"role":"tool","tool_call_id":"c2","content":"two"},
         {"role":"user","content":"go on"}]})");
-    const canonical::Error calls = refusal(Dialect::anthropic, req);
-    CHECK(calls.status == 400);
-    CHECK(calls.param == "messages[1].tool_calls");
-    CHECK(calls.message.find("tool_use") != std::string::npos);
+    CHECK(messages_of(encode(Dialect::anthropic, req)) ==
+          R"([{"role":"user","content":"hi"},{"role":"assistant","content":[)"
+          R"({"type":"text","text":"Let me look."},)"
+          R"({"type":"tool_use","id":"c1","name":"f","input":{"a":1}},)"
+          R"({"type":"tool_use","id":"c2","name":"g","input":{}}]},)"
+          R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"one"},)"
+          R"({"type":"tool_result","tool_use_id":"c2","content":"two"},)"
+          R"({"type":"text","text":"go on"}]}])");
+
+    // Ollama: calls without ids, results naming their tool.
+    const GenerationRequest ollama = decode(Dialect::ollama_chat, R"({"model":"m","messages":[
+        {"role":"user","content":"hi"},
+        {"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":{}}}]},
+        {"role":"tool","tool_name":"f","content":"done"}]})");
+    CHECK(messages_of(encode(Dialect::anthropic, ollama)) ==
+          R"([{"role":"user","content":"hi"},{"role":"assistant","content":[)"
+          R"({"type":"tool_use","id":"toolu_1_0","name":"f","input":{}}]},)"
+          R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1_0",)"
+          R"("content":"done"}]}])");
+
+    GenerationRequest not_object = req;
+    not_object.messages[1].tool_calls[0].arguments = "[1]";
+    CHECK(refusal(Dialect::anthropic, not_object).param ==
+          "messages[1].tool_calls[0].function.arguments");
 
     GenerationRequest thinking = decode(Dialect::openai_chat, R"({"model":"m","max_tokens":5,
       "messages":[{"role":"user","content":"hi"},
         {"role":"assistant","content":"hello","reasoning_content":"greet back"},
         {"role":"user","content":"go on"}]})");
     CHECK(refusal(Dialect::anthropic, thinking).param == "messages[1].reasoning_content");
+}
+
+TEST_CASE("Anthropic client: tool_use, tool_result and thinking blocks reach other backends") {
+    const GenerationRequest req = decode(Dialect::anthropic, R"({"model":"m","max_tokens":50,
+      "tools":[{"name":"get_weather","description":"Weather now","input_schema":{"type":"object",
+        "properties":{"city":{"type":"string"}}},"cache_control":{"type":"ephemeral"}}],
+      "tool_choice":{"type":"any","disable_parallel_tool_use":true},
+      "messages":[{"role":"user","content":"Weather in Paris?"},
+        {"role":"assistant","content":[{"type":"thinking","thinking":"Use the tool.",
+          "signature":"sig"},{"type":"tool_use","id":"toolu_1","name":"get_weather",
+          "input":{"city": "Paris"}}]},
+        {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1",
+          "content":[{"type":"text","text":"18 degrees"}],"is_error":false},
+          {"type":"text","text":"And tomorrow?"}]}]})");
+    const std::string body = encode(Dialect::openai_chat, req);
+    CHECK(messages_of(body) ==
+          R"([{"role":"user","content":"Weather in Paris?"},)"
+          R"({"role":"assistant","content":null,"tool_calls":[{"id":"toolu_1","type":"function",)"
+          R"("function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}],)"
+          R"("reasoning_content":"Use the tool."},)"
+          R"({"role":"tool","content":"18 degrees","tool_call_id":"toolu_1"},)"
+          R"({"role":"user","content":"And tomorrow?"}])");
+    json::Document doc;
+    REQUIRE_FALSE(json::parse(body, doc));
+    CHECK(json::to_string(*json::find(doc, "tools")) ==
+          R"([{"type":"function","function":{"name":"get_weather","description":"Weather now",)"
+          R"("parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}])");
+    CHECK(json::to_string(*json::find(doc, "tool_choice")) == R"("required")");
+    CHECK(json::to_string(*json::find(doc, "parallel_tool_calls")) == "false");
+
+    // Ollama takes the tools, but has no tool_choice other than auto.
+    CHECK(refusal(Dialect::ollama_chat, req).param == "tool_choice");
+    const GenerationRequest server_tool = decode(Dialect::anthropic, R"({"model":"m",
+      "max_tokens":50,"tools":[{"type":"web_search_20250305","name":"web_search"}],
+      "messages":[{"role":"user","content":"news?"}]})");
+    CHECK(refusal(Dialect::openai_chat, server_tool).param == "tools[0].type");
 }
 
 // ---- Tools between OpenAI-family backends and Ollama (one wire shape), whole answers --------
@@ -277,8 +336,10 @@ TEST_CASE("tools: an OpenAI client's function tools reach Ollama as they are, an
         Dialect::openai_chat, R"({"model":"m","tools":[{"type":"custom","custom":{"name":"f"}}],)"
                               R"("messages":[{"role":"user","content":"x"}]})");
     CHECK(refusal(Dialect::ollama_chat, custom).param == "tools[0]");
-    // Anthropic still takes no foreign tools.
-    CHECK(refusal(Dialect::anthropic, decode(Dialect::ollama_chat, ollama_body)).param == "tools");
+    // Anthropic takes them in its own shape.
+    CHECK(member(encode(Dialect::anthropic, decode(Dialect::ollama_chat, ollama_body)), "tools") ==
+          R"([{"name":"get_weather","description":"Weather now","input_schema":{"type":"object",)"
+          R"("properties":{"city":{"type":"string"}}}}])");
 }
 
 TEST_CASE("tools: an OpenAI-family answer's tool calls reach an Ollama client as objects") {

@@ -212,3 +212,98 @@ TEST_CASE("streamed tool calls: Ollama's whole calls become one OpenAI delta eac
     CHECK(docs.back().find(R"("usage":{"prompt_tokens":9,"completion_tokens":5)") !=
           std::string::npos);
 }
+
+namespace {
+
+// The SSE events of an Anthropic stream as "<event> <index>" and, for deltas, their payloads.
+std::vector<std::string> anthropic_events(const std::string& out) {
+    std::vector<std::string> seq;
+    size_t at = 0;
+    while ((at = out.find("data: ", at)) != std::string::npos) {
+        const size_t end = out.find('\n', at);
+        json::Document doc;
+        REQUIRE_FALSE(json::parse(std::string_view(out).substr(at + 6, end - at - 6), doc));
+        at = end;
+        std::string e(json::view(*json::find(doc, "type")));
+        if (const json::Value* i = json::find(doc, "index")) {
+            e += " " + std::to_string(i->GetInt());
+        }
+        if (const json::Value* b = json::find(doc, "content_block")) {
+            e += " " + json::to_string(*b);
+        }
+        if (const json::Value* d = json::find(doc, "delta"); d != nullptr && e != "message_delta") {
+            e += " " + json::to_string(*d);
+        }
+        if (e == "message_delta") {
+            e += " " + json::to_string(*json::find(*json::find(doc, "delta"), "stop_reason"));
+        }
+        seq.push_back(e);
+    }
+    return seq;
+}
+
+}  // namespace
+
+TEST_CASE("streamed tool calls: OpenAI deltas become Anthropic tool_use blocks") {
+    const std::vector<std::string> vllm = {
+        chunk(R"({"role":"assistant","content":""})"),
+        chunk(R"({"content":"Let me check."})"),
+        chunk(R"({"tool_calls":[{"index":0,"id":"call_1","type":"function",)"
+              R"("function":{"name":"get_weather","arguments":""}}]})"),
+        chunk(R"({"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": "}}]})"),
+        chunk(R"({"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]})"),
+        chunk(R"({"tool_calls":[{"index":1,"id":"call_2","type":"function",)"
+              R"("function":{"name":"now","arguments":"{}"}}]})"),
+        chunk("{}", R"("tool_calls")"),
+        "[DONE]"};
+    const std::string out = relay(Dialect::openai_chat, Dialect::anthropic, vllm);
+    INFO(out);
+    CHECK(
+        anthropic_events(out) ==
+        std::vector<std::string>{
+            "message_start", R"(content_block_start 0 {"type":"text","text":""})",
+            R"(content_block_delta 0 {"type":"text_delta","text":"Let me check."})",
+            "content_block_stop 0",
+            R"(content_block_start 1 {"type":"tool_use","id":"call_1","name":"get_weather","input":{}})",
+            R"(content_block_delta 1 {"type":"input_json_delta","partial_json":"{\"city\": "})",
+            R"(content_block_delta 1 {"type":"input_json_delta","partial_json":"\"Paris\"}"})",
+            "content_block_stop 1",
+            R"(content_block_start 2 {"type":"tool_use","id":"call_2","name":"now","input":{}})",
+            R"(content_block_delta 2 {"type":"input_json_delta","partial_json":"{}"})",
+            "content_block_stop 2", R"(message_delta "tool_use")", "message_stop"});
+}
+
+TEST_CASE("streamed tool calls: Anthropic tool_use blocks reach OpenAI and Ollama clients") {
+    const std::vector<std::string> anthropic = {
+        R"({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",)"
+        R"("content":[],"model":"m","stop_reason":null,"usage":{"input_tokens":9,"output_tokens":1}}})",
+        R"({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use",)"
+        R"( "id": "toolu_01", "name": "get_weather", "input": {}}})",
+        R"({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}})",
+        R"({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"city\": \"Pa"}})",
+        R"({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"ris\"}"}})",
+        R"({"type":"content_block_stop","index":0})",
+        R"({"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":12}})",
+        R"({"type":"message_stop"})"};
+    CHECK(ollama_calls(relay(Dialect::anthropic, Dialect::ollama_chat, anthropic)) ==
+          R"([{"id":"toolu_01","function":{"index":0,"name":"get_weather",)"
+          R"("arguments":{"city":"Paris"}}}])");
+    const std::string openai = relay(Dialect::anthropic, Dialect::openai_chat, anthropic);
+    INFO(openai);
+    std::string arguments;
+    for (const std::string& d : documents(openai)) {
+        json::Document doc;
+        REQUIRE_FALSE(json::parse(d, doc));
+        const json::Value* choices = json::find(doc, "choices");
+        if (choices == nullptr || choices->Empty()) {
+            continue;
+        }
+        const json::Value* calls = json::find(*json::find((*choices)[0], "delta"), "tool_calls");
+        if (calls != nullptr) {
+            arguments += json::view(*json::find(*json::find((*calls)[0], "function"), "arguments"));
+        }
+    }
+    CHECK(arguments == R"({"city": "Paris"})");  // byte for byte, as the model wrote it
+    CHECK(openai.find(R"("finish_reason":"tool_calls")") != std::string::npos);
+    CHECK(openai.find(R"("id":"toolu_01","type":"function")") != std::string::npos);
+}
