@@ -151,7 +151,8 @@ std::optional<std::size_t> tool_index(const ChatAsk& ask, std::string_view name)
 }
 
 // tool_choice: "none" | "auto" | "required" | {"type": "function", "function": {"name"}}; TGI
-// also takes a bare function name. Anthropic: {"type": "auto" | "any" | "none" | "tool", "name"}.
+// also takes a bare function name. Anthropic: {"type": "auto" | "any" | "none" | "tool", "name",
+// "disable_parallel_tool_use"}.
 void read_tool_choice(const Value& doc, ChatFamily family, ChatAsk& ask) {
     ask.tools_on = !ask.tools.empty();
     const Value* choice = member(doc, "tool_choice");
@@ -160,6 +161,9 @@ void read_tool_choice(const Value& doc, ChatFamily family, ChatAsk& ask) {
     }
     if (family == ChatFamily::kAnthropic) {
         const std::string_view type = string_member(*choice, "type");
+        bool one = false;
+        get_bool(*choice, "disable_parallel_tool_use", one);
+        ask.parallel = !one;
         if (type == "none") {
             ask.tools_on = false;
         } else if (type == "tool") {
@@ -377,6 +381,9 @@ ChatAsk read_chat_ask(const Value& doc, ChatFamily family) {
         read_function_tools(doc, ask);
     }
     read_tool_choice(doc, family, ask);
+    if (family == ChatFamily::kOpenai) {
+        get_bool(doc, "parallel_tool_calls", ask.parallel);
+    }
     ask.thinking = thinking_switch(doc, family);
     const Value* messages = member(doc, "messages");
     if (messages != nullptr && messages->IsArray() && !messages->Empty()) {
@@ -437,7 +444,7 @@ ChatPlan plan_chat(ChatAsk ask, const Knobs& knobs, const PlanOptions& options) 
     if (ask.result) {
         plan.text = std::move(ask.result);
     } else if (ask.tools_on) {
-        const int n = std::min(knobs.tool_calls, options.max_calls);
+        const int n = std::min(knobs.tool_calls, ask.parallel ? options.max_calls : 1);
         plan.named = ask.named.has_value();
         for (int k = 0; k < n; ++k) {
             PlannedCall& call = plan.calls.emplace_back();

@@ -2,9 +2,11 @@
 //
 //   - Tools offered, tool choice not "none", the last message not a tool result: a call to the
 //     first tool (or the one tool_choice names); X-Emulator-Tool-Calls: N makes N calls in the
-//     turn (the first N tools, cycling when there are fewer). Arguments come from the tool's JSON
-//     schema `properties`, in schema order: a string is the property name reversed (or the first
-//     `enum` value), an integer 7, a number 1.5, a boolean true, an array [], an object {}.
+//     turn (the first N tools, cycling when there are fewer; one when the request turns parallel
+//     calls off, and always one on TGI, whose grammar has a single call). Arguments come from the
+//     tool's JSON schema `properties`, in schema order: a string is the property name reversed (or
+//     the first `enum` value), an integer 7, a number 1.5, a boolean true, an array [], an object
+//     {}.
 //   - The last message a tool result: the text "tool said: <its text>" (the text parts of a
 //     result joined; several trailing results joined with "; ").
 //   - Images in the conversation: the text "images: <count>, bytes: <decoded bytes>" (base64
@@ -58,6 +60,7 @@ struct ChatAsk {
     std::vector<ToolSpec> tools;
     bool tools_on = false;              // tools offered and tool choice not "none"
     std::optional<std::size_t> named;   // the tool tool_choice names
+    bool parallel = true;  // parallel_tool_calls false / disable_parallel_tool_use: one call
     std::optional<std::string> result;  // the trailing tool results' text
     int images = 0;
     std::uint64_t image_bytes = 0;

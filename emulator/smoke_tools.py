@@ -474,6 +474,13 @@ def run_dialect(binary, dialect):
             check(f"{label} 4 parallel calls: distinct ids",
                   dialect == "tgi" or len({c["id"] for c in para[1].calls}) == len(want))
 
+            if dialect not in ("ollama", "tgi"):
+                off_switch = ({"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}}
+                              if dialect == "anthropic" else {"parallel_tool_calls": False})
+                single = ask(port, dialect, body_for(dialect, CHAT, tools=tools, **off_switch),
+                             dict(style, **{"X-Emulator-Tool-Calls": "4"}))
+                check_calls(f"{label} parallel calls off", dialect, single, NAMES[:1], own)
+
             # The tool results go back; the answer says what they said.
             calls = para[0].calls
             texts = ["sunny, 21\u00b0C / \"dry\"", "12:00", "found it", "still sunny"][:len(calls)]
