@@ -119,7 +119,8 @@ def result_turns(dialect, calls, texts):
              "content": t if i == 0 else [{"type": "text", "text": t}]}
             for i, (c, t) in enumerate(zip(calls, texts))]}]
     if dialect == "ollama":
-        return [{"role": "tool", "content": t, "tool_name": c["name"]} for c, t in zip(calls, texts)]
+        return [{"role": "tool", "content": t, "tool_name": c["name"]}
+                for c, t in zip(calls, texts)]
     return [{"role": "tool", "tool_call_id": c["id"], "content": t} for c, t in zip(calls, texts)]
 
 
@@ -530,7 +531,8 @@ def run_dialect(binary, dialect):
             check_calls(f"{label} reasoning + calls", dialect, both,
                         NAMES[:1] if dialect == "tgi" else NAMES[:2], own)
             check(f"{label} reasoning + calls: reasoning",
-                  [r.reasoning for r in both] == [DEFAULT_REASONING if dialect != "tgi" else ""] * 2,
+                  [r.reasoning for r in both] ==
+                  [DEFAULT_REASONING if dialect != "tgi" else ""] * 2,
                   [r.reasoning for r in both])
 
             # Images: counted and measured.
