@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "emulator/api.hpp"
+#include "emulator/chat_extras.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/wire_common.hpp"
 
@@ -193,12 +194,13 @@ void write_usage(JsonWriter& w, int input, int output) {
     w.EndObject();
 }
 
-// message_start, content_block_start, ping, text deltas, content_block_stop, message_delta,
-// message_stop.
+// message_start, then per content block content_block_start, its deltas and content_block_stop
+// (a thinking block's signature_delta last; a tool_use block's input_json_delta fragments, the
+// first ""), then message_delta and message_stop. A ping follows the first block's start.
 class MessagesEncoder final : public EventEncoder {
 public:
-    MessagesEncoder(const MessagesRequest& r, std::string id)
-        : r_(r), id_(std::move(id)), holdback_(stop_holdback(r.stop)) {}
+    MessagesEncoder(const MessagesRequest& r, std::string id, const ChatPlan& plan)
+        : r_(r), id_(std::move(id)), holdback_(stop_holdback(r.stop)), plan_(plan) {}
     void on_start(std::vector<ChoiceState>&, EventList& out) override {
         std::string& start = begin(out, "message_start");
         JsonWriter w(start);
@@ -219,38 +221,70 @@ public:
         w.EndObject();
         w.EndObject();
         start += "\n\n";
-        out.next() = "event: content_block_start\ndata: {\"type\":\"content_block_start\","
-                     "\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n";
+        if (!plan_.reasoning.empty()) {
+            open_block(Block::kThinking, 0, out);
+        } else if (!plan_.calls.empty()) {
+            open_block(Block::kToolUse, 0, out);
+        } else {
+            open_block(Block::kText, 0, out);
+        }
         out.next() = "event: ping\ndata: {\"type\": \"ping\"}\n\n";
     }
     void on_step(ChoiceState& c, int tokens, bool last, EventList& out) override {
-        const std::string_view delta =
-            take_delta(c, visible_holdback(c.out, tokens, last, holdback_));
-        if (delta.empty()) {
+        const int lead = c.lead_tokens;
+        if (c.tokens_sent < lead) {
+            lead_spans(plan_, c.tokens_sent, std::min(tokens, lead), spans_);
+            for (const LeadSpan& span : spans_) {
+                if (span.kind == LeadSpan::Kind::kReasoning) {
+                    delta(R"({"type":"thinking_delta","thinking":)", span.text, out);
+                    continue;
+                }
+                if (span.kind == LeadSpan::Kind::kCallStart) {
+                    if (open_ != Block::kToolUse || call_ != span.call) {
+                        open_block(Block::kToolUse, span.call, out);
+                    }
+                    delta(R"({"type":"input_json_delta","partial_json":)", "", out);
+                }
+                if (span.kind == LeadSpan::Kind::kArgs) {
+                    delta(R"({"type":"input_json_delta","partial_json":)", span.text, out);
+                }
+            }
+        }
+        if (!plan_.calls.empty() || (tokens <= lead && !last)) {
             return;
         }
-        std::string& event = begin(out, "content_block_delta");
-        event += R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":)";
-        JsonWriter w(event);
-        w.str(delta);
-        event += "}}\n\n";
+        if (open_ != Block::kText) {
+            open_block(Block::kText, 0, out);
+        }
+        // The text after the thinking, counted in its own tokens.
+        const int sent = c.tokens_sent;
+        c.tokens_sent = std::max(sent - lead, 0);
+        const std::string_view text =
+            take_delta(c, visible_holdback(c.out, tokens - lead, last, holdback_));
+        c.tokens_sent = sent;
+        if (!text.empty()) {
+            delta(R"({"type":"text_delta","text":)", text, out);
+        }
     }
     void on_end(std::vector<ChoiceState>& choices, EventList& out) override {
-        const Output& o = choices.front().out;
-        out.next() = "event: content_block_stop\ndata: {\"type\":\"content_block_stop\","
-                     "\"index\":0}\n\n";
+        const ChoiceState& c = choices.front();
+        const Output& o = c.out;
+        if (plan_.calls.empty() && open_ != Block::kText) {
+            open_block(Block::kText, 0, out);  // a text block, if empty
+        }
+        close_block(out);
         std::string& delta = begin(out, "message_delta");
         JsonWriter w(delta);
         w.StartObject();
         w.kv("type", "message_delta");
         w.key("delta");
         w.StartObject();
-        w.kv("stop_reason", stop_reason(o));
+        w.kv("stop_reason", plan_.calls.empty() ? stop_reason(o) : "tool_use");
         write_stop_sequence(w, o);
         w.EndObject();
         w.key("usage");
         w.StartObject();
-        w.kv_int("output_tokens", o.completion_tokens());
+        w.kv_int("output_tokens", c.total_tokens());
         w.EndObject();
         w.EndObject();
         delta += "\n\n";
@@ -258,6 +292,8 @@ public:
     }
 
 private:
+    enum class Block { kNone, kThinking, kText, kToolUse };
+
     static std::string& begin(EventList& out, std::string_view name) {
         std::string& event = out.next();
         event = "event: ";
@@ -265,9 +301,74 @@ private:
         event += "\ndata: ";
         return event;
     }
+
+    // content_block_delta of the open block: `head` is the delta object up to its text value.
+    void delta(std::string_view head, std::string_view text, EventList& out) const {
+        std::string& event = begin(out, "content_block_delta");
+        event += R"({"type":"content_block_delta","index":)";
+        event += std::to_string(index_);
+        event += R"(,"delta":)";
+        event += head;
+        JsonWriter w(event);
+        w.str(text);
+        event += "}}\n\n";
+    }
+
+    void close_block(EventList& out) {
+        if (open_ == Block::kNone) {
+            return;
+        }
+        if (open_ == Block::kThinking) {
+            delta(R"({"type":"signature_delta","signature":)", thinking_signature(plan_.reasoning),
+                  out);
+        }
+        std::string& stop = begin(out, "content_block_stop");
+        stop += R"({"type":"content_block_stop","index":)" + std::to_string(index_) + "}\n\n";
+        open_ = Block::kNone;
+    }
+
+    void open_block(Block block, std::size_t call, EventList& out) {
+        if (open_ != Block::kNone) {
+            close_block(out);
+            ++index_;
+        }
+        open_ = block;
+        call_ = call;
+        std::string& start = begin(out, "content_block_start");
+        JsonWriter w(start);
+        w.StartObject();
+        w.kv("type", "content_block_start");
+        w.kv_int("index", index_);
+        w.key("content_block");
+        w.StartObject();
+        if (block == Block::kThinking) {
+            w.kv("type", "thinking");
+            w.kv("thinking", "");
+            w.kv("signature", "");
+        } else if (block == Block::kToolUse) {
+            w.kv("type", "tool_use");
+            w.kv("id", anthropic_tool_use_id());
+            w.kv("name", plan_.tool_of(plan_.calls[call]).name);
+            w.key("input");
+            w.StartObject();
+            w.EndObject();
+        } else {
+            w.kv("type", "text");
+            w.kv("text", "");
+        }
+        w.EndObject();
+        w.EndObject();
+        start += "\n\n";
+    }
+
     const MessagesRequest& r_;
     std::string id_;
     std::size_t holdback_;
+    const ChatPlan& plan_;
+    std::vector<LeadSpan> spans_;
+    Block open_ = Block::kNone;
+    int index_ = 0;
+    std::size_t call_ = 0;
 };
 
 bool has_header(const Request& req, std::string_view name) {
@@ -314,9 +415,15 @@ net::awaitable<void> handle_messages(Request& req, Conn& conn, const Options& op
     }
     r.stop.eos_after = req.knobs.eos_after;
     std::vector<ChoiceState> choices = generate_choices({r.key}, 1, r.max_tokens, r.stop);
+    // Anthropic streams partial_json with json.dumps spacing.
+    const ChatPlan plan = plan_chat(read_chat_ask(doc, ChatFamily::kAnthropic), req.knobs,
+                                    {ArgsLayout::kPython, true, kMaxToolCalls});
+    if (plan.any()) {
+        apply_plan(plan, choices, r.max_tokens);
+    }
     std::string id = "msg_" + random_alnum(24);
     if (r.stream) {
-        MessagesEncoder encoder(r, std::move(id));
+        MessagesEncoder encoder(r, std::move(id), plan);
         co_await run_stream(conn, req, choices, encoder, kErrors, kFraming);
         co_return;
     }
@@ -330,14 +437,32 @@ net::awaitable<void> handle_messages(Request& req, Conn& conn, const Options& op
         w.kv("role", "assistant");
         w.key("content");
         w.StartArray();
-        w.StartObject();
-        w.kv("type", "text");
-        w.kv("text", o.final_text());
-        w.EndObject();
+        if (!plan.reasoning.empty()) {
+            w.StartObject();
+            w.kv("type", "thinking");
+            w.kv("thinking", plan.reasoning);
+            w.kv("signature", thinking_signature(plan.reasoning));
+            w.EndObject();
+        }
+        for (const PlannedCall& call : plan.calls) {
+            w.StartObject();
+            w.kv("type", "tool_use");
+            w.kv("id", anthropic_tool_use_id());
+            w.kv("name", plan.tool_of(call).name);
+            w.key("input");
+            write_args_object(w, plan.tool_of(call));
+            w.EndObject();
+        }
+        if (plan.calls.empty()) {
+            w.StartObject();
+            w.kv("type", "text");
+            w.kv("text", o.final_text());
+            w.EndObject();
+        }
         w.EndArray();
-        w.kv("stop_reason", stop_reason(o));
+        w.kv("stop_reason", plan.calls.empty() ? stop_reason(o) : "tool_use");
         write_stop_sequence(w, o);
-        write_usage(w, r.key.tokens, o.completion_tokens());
+        write_usage(w, r.key.tokens, choices.front().total_tokens());
         w.EndObject();
     };
     co_await send_generated(conn, req.knobs, choices, render, kErrors, kFraming);

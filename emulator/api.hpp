@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "emulator/chat_extras.hpp"
 #include "emulator/openai_request.hpp"
 #include "emulator/options.hpp"
 #include "emulator/stream.hpp"
@@ -47,6 +48,11 @@ struct OaiContext {
     std::int64_t created = 0;
     int prompt_tokens = 0;      // counted once per prompt, not per choice
     int completion_tokens = 0;  // summed over choices
+    // Chat: tool calls, reasoning or a set text (chat_extras.hpp); null or empty for the rest.
+    const ChatPlan* plan = nullptr;
+
+    bool extras() const { return plan != nullptr && plan->any(); }
+    bool calls() const { return plan != nullptr && !plan->calls.empty(); }
 };
 
 // vLLM's OpenAI server wire format (vllm_wire.cpp).

@@ -128,16 +128,33 @@ net::awaitable<void> handle_compat(Request& req, Conn& conn, const Options& opti
     oai.stop.keep_stop_string = tgi;
     oai.stop.eos_after = req.knobs.eos_after;
     std::vector<ChoiceState> choices = generate_choices(oai.prompts, 1, oai.max_tokens, oai.stop);
-    CompatContext ctx{.req = oai,
-                      .tgi = tgi,
-                      .id = (chat ? "chatcmpl-" : "cmpl-") + random_alnum(32),
-                      .created = unix_now(),
-                      .times = {req.received, Clock::now()},
-                      .probs = probs,
-                      .logprobs = tgi ? oai.logprobs.has_value() : probs.n > 0};
+    ChatPlan plan;
+    if (chat) {
+        // TGI: one call per turn (its grammar has one), arguments streamed token by token after
+        // a "{" and re-serialised compactly in a whole answer, no reasoning output. llama.cpp:
+        // nlohmann's compact dump, reasoning_content.
+        plan = plan_chat(read_chat_ask(doc, ChatFamily::kOpenai), req.knobs,
+                         tgi ? PlanOptions{ArgsLayout::kTgiStream, false, 1}
+                             : PlanOptions{ArgsLayout::kCompact, true, kMaxToolCalls});
+        if (plan.any()) {
+            apply_plan(plan, choices, oai.max_tokens);
+            oai.logprobs.reset();
+            probs.n = 0;  // the emulator's logprob model covers generated words only
+        }
+    }
+    CompatContext ctx{
+        .req = oai,
+        .tgi = tgi,
+        .id = (chat ? "chatcmpl-" : "cmpl-") + random_alnum(32),
+        .created = unix_now(),
+        .times = {req.received, Clock::now()},
+        .probs = probs,
+        .logprobs = tgi ? oai.logprobs.has_value() : probs.n > 0,
+        .plan = &plan,
+        .tool_id = tgi && !plan.calls.empty() ? tgi_tool_call_id(doc) : std::string()};
     for (const ChoiceState& c : choices) {
         ctx.prompt_tokens += c.prompt_tokens;
-        ctx.completion_tokens += c.out.completion_tokens();
+        ctx.completion_tokens += c.total_tokens();
     }
     if (oai.stream) {
         CompatEncoder encoder(ctx);

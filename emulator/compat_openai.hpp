@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "emulator/chat_extras.hpp"
 #include "emulator/llamacpp.hpp"
 #include "emulator/openai_request.hpp"
 #include "emulator/stream.hpp"
@@ -25,6 +26,11 @@ struct CompatContext {
     // TGI chat: `logprobs` (probs.n = top_logprobs); llama.cpp: n_probs > 0.
     LlamaProbs probs;
     bool logprobs = false;
+    // Chat: tool calls, reasoning (llama.cpp) or a set text (chat_extras.hpp).
+    const ChatPlan* plan = nullptr;
+    std::string tool_id;  // TGI's: one id for every chunk of the call
+
+    bool calls() const { return plan != nullptr && !plan->calls.empty(); }
 };
 
 // Tokens [from, to) of a choice whose logprobs a chunk or an answer carries.
@@ -43,6 +49,8 @@ public:
     void on_end(std::vector<ChoiceState>& choices, EventList& out) override;
 
 private:
+    void text_step(ChoiceState& c, int tokens, bool last, EventList& out);
+    void lead_chunk(EventList& out, const ChoiceState& c, const LeadSpan& span) const;
     std::string& begin(EventList& out) const;
     void chunk(EventList& out, const ChoiceState& c, std::string_view text,
                std::optional<std::string_view> finish, bool role, bool usage,
@@ -50,6 +58,7 @@ private:
                std::optional<TokenRange> logprobs = std::nullopt) const;
 
     CompatContext& ctx_;
+    std::vector<LeadSpan> spans_;
 };
 
 // The whole (non-stream) answer.

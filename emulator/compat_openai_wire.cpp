@@ -128,6 +128,9 @@ void write_choice(JsonWriter& w, const CompatContext& ctx, const ChoiceState& c,
     } else if (!(delta && !ctx.tgi && finish)) {
         w.kv("content", text);  // llama.cpp's finish chunk has an empty delta
     }
+    if (!delta && !ctx.tgi && ctx.plan != nullptr && !ctx.plan->reasoning.empty()) {
+        w.kv("reasoning_content", ctx.plan->reasoning);
+    }
     w.EndObject();
     if (ctx.tgi) {
         w.key("logprobs");
@@ -140,6 +143,60 @@ void write_choice(JsonWriter& w, const CompatContext& ctx, const ChoiceState& c,
     } else if (logprobs) {
         w.key("logprobs");  // llama.cpp adds the key after the delta / message, when it has any
         write_logprobs(w, ctx, c, *logprobs);
+    }
+    w.EndObject();
+}
+
+// A whole answer's tool calls. llama.cpp: common_chat_msg::to_json_oaicompat (content null,
+// reasoning_content, calls as type, function, id). TGI: OutputMessage::ToolCall (role and calls
+// only, id, type, function with description null and the arguments re-serialised compactly);
+// its finish is the EOS token's, "stop".
+void write_calls_choice(JsonWriter& w, const CompatContext& ctx, const ChoiceState& c) {
+    const ChatPlan& plan = *ctx.plan;
+    w.StartObject();
+    if (!ctx.tgi) {
+        w.kv("finish_reason", "tool_calls");
+    }
+    w.kv_int("index", c.index);
+    w.key("message");
+    w.StartObject();
+    w.kv("role", "assistant");
+    if (!ctx.tgi) {
+        w.kv_null("content");
+        if (!plan.reasoning.empty()) {
+            w.kv("reasoning_content", plan.reasoning);
+        }
+    }
+    w.key("tool_calls");
+    w.StartArray();
+    for (const PlannedCall& call : plan.calls) {
+        const ToolSpec& tool = plan.tool_of(call);
+        w.StartObject();
+        if (ctx.tgi) {
+            w.kv("id", ctx.tool_id);
+            w.kv("type", "function");
+            w.key("function");
+            w.StartObject();
+            w.kv_null("description");
+            w.kv("name", tool.name);
+            w.kv("arguments", render_args(tool, ArgsLayout::kCompact));
+            w.EndObject();
+        } else {
+            w.kv("type", "function");
+            w.key("function");
+            w.StartObject();
+            w.kv("name", tool.name);
+            w.kv("arguments", call.args);
+            w.EndObject();
+            w.kv("id", llamacpp_tool_call_id());
+        }
+        w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+    if (ctx.tgi) {
+        w.kv_null("logprobs");
+        w.kv("finish_reason", "stop");
     }
     w.EndObject();
 }
@@ -157,6 +214,114 @@ void CompatEncoder::on_start(std::vector<ChoiceState>& choices, EventList& out) 
 }
 
 void CompatEncoder::on_step(ChoiceState& c, int tokens, bool last, EventList& out) {
+    if (c.lead_tokens == 0) {
+        text_step(c, tokens, last, out);
+        return;
+    }
+    const int lead = c.lead_tokens;
+    // TGI sends a chunk per token; llama.cpp one per diff of the parsed message.
+    for (int t = c.tokens_sent; t < std::min(tokens, lead);) {
+        const int upto = ctx_.tgi ? t + 1 : std::min(tokens, lead);
+        lead_spans(*ctx_.plan, t, upto, spans_);
+        for (const LeadSpan& span : spans_) {
+            lead_chunk(out, c, span);
+        }
+        t = upto;
+    }
+    if (ctx_.calls()) {
+        // llama.cpp: the finish chunk. TGI has none: the EOS token after the call's last brace
+        // leaves its tool parser buffering, so only the usage chunk and [DONE] follow.
+        if (last && !ctx_.tgi) {
+            chunk(out, c, "", "tool_calls", false, false, ctx_.req.include_usage ? nullptr : &c);
+        }
+        return;
+    }
+    if (tokens > lead || last) {
+        // The text after the reasoning, counted in its own tokens.
+        const int sent = c.tokens_sent;
+        c.tokens_sent = std::max(sent - lead, 0);
+        text_step(c, tokens - lead, last, out);
+        c.tokens_sent = sent;
+    }
+}
+
+// llama.cpp: common_chat_msg_diff_to_json_oaicompat (reasoning_content; a new call's index, id,
+// type, name and the arguments parsed so far; then index and arguments). TGI: ToolCallDelta,
+// role and one DeltaToolCall with index 0 and the request's one id, the name on the first only.
+void CompatEncoder::lead_chunk(EventList& out, const ChoiceState& c, const LeadSpan& span) const {
+    std::string& event = begin(out);
+    JsonWriter w(event);
+    w.StartObject();
+    if (ctx_.tgi) {
+        tgi_head(w, ctx_, true);
+    }
+    w.key("choices");
+    w.StartArray();
+    w.StartObject();
+    if (!ctx_.tgi) {
+        w.kv_null("finish_reason");
+    }
+    w.kv_int("index", c.index);
+    w.key("delta");
+    w.StartObject();
+    const bool start = span.kind == LeadSpan::Kind::kCallStart;
+    if (span.kind == LeadSpan::Kind::kReasoning) {
+        w.kv("reasoning_content", span.text);
+    } else if (ctx_.tgi) {
+        w.kv("role", "assistant");
+        w.key("tool_calls");
+        w.StartArray();
+        w.StartObject();
+        w.kv_int("index", 0);
+        w.kv("id", ctx_.tool_id);
+        w.kv("type", "function");
+        w.key("function");
+        w.StartObject();
+        if (start) {
+            w.kv("name", ctx_.plan->tool_of(ctx_.plan->calls[span.call]).name);
+        } else {
+            w.kv_null("name");
+        }
+        w.kv("arguments", span.text);
+        w.EndObject();
+        w.EndObject();
+        w.EndArray();
+    } else {
+        w.key("tool_calls");
+        w.StartArray();
+        w.StartObject();
+        w.kv_int("index", static_cast<std::int64_t>(span.call));
+        if (start) {
+            w.kv("id", llamacpp_tool_call_id());
+            w.kv("type", "function");
+        }
+        w.key("function");
+        w.StartObject();
+        if (start) {
+            w.kv("name", ctx_.plan->tool_of(ctx_.plan->calls[span.call]).name);
+        }
+        w.kv("arguments", span.text);
+        w.EndObject();
+        w.EndObject();
+        w.EndArray();
+    }
+    w.EndObject();
+    if (ctx_.tgi) {
+        w.kv_null("logprobs");
+        w.kv_null("finish_reason");
+    }
+    w.EndObject();
+    w.EndArray();
+    if (!ctx_.tgi) {
+        llama_tail(w, ctx_, true);
+    } else {
+        w.kv_null("usage");
+    }
+    w.EndObject();
+    event += "\n\n";
+}
+
+void CompatEncoder::text_step(ChoiceState& c, int tokens, bool last, EventList& out) {
     const bool probs = ctx_.logprobs;
     if (ctx_.tgi) {  // one chunk per token, the finish on the last one
         for (int k = c.tokens_sent; k < tokens; ++k) {
@@ -242,7 +407,7 @@ void CompatEncoder::chunk(EventList& out, const ChoiceState& c, std::string_view
         w.kv_null("usage");
     }
     if (timings != nullptr) {
-        write_llamacpp_timings(w, ctx_.times, c.prompt_tokens, c.out.completion_tokens());
+        write_llamacpp_timings(w, ctx_.times, c.prompt_tokens, c.total_tokens());
     }
     w.EndObject();
     event += "\n\n";
@@ -258,6 +423,10 @@ void render_response(const CompatContext& ctx, const std::vector<ChoiceState>& c
     w.key("choices");
     w.StartArray();
     for (const ChoiceState& c : choices) {
+        if (ctx.calls()) {
+            write_calls_choice(w, ctx, c);
+            continue;
+        }
         const std::string_view reason =
             ctx.tgi ? tgi_reason(c.out, true)
                     : (c.out.finish == Finish::kLength ? "length" : "stop");

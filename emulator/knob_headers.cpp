@@ -45,6 +45,15 @@ bool resolve_knobs(const HttpRequest& req, const Knobs& defaults, Knobs& out, st
         error = "invalid X-Emulator-Eos-After header: '" + std::string(*v) + "'";
         return false;
     }
+    if (auto v = header("X-Emulator-Tool-Calls");
+        v && (!parse_int(*v, 1, out.tool_calls) || out.tool_calls > kMaxToolCalls)) {
+        error = "invalid X-Emulator-Tool-Calls header: '" + std::string(*v) + "' (want 1.." +
+                std::to_string(kMaxToolCalls) + ")";
+        return false;
+    }
+    if (auto v = header("X-Emulator-Reasoning")) {
+        out.reasoning = std::string(*v);
+    }
     if (auto v = header("X-Emulator-Legacy-Delimiter"); v && !parse_delimiter(*v, out.nul_delimiter)) {
         error = "invalid X-Emulator-Legacy-Delimiter header: '" + std::string(*v) + "'";
         return false;

@@ -99,6 +99,8 @@ std::string show_body(const Options& options) {
     w.key("capabilities");
     w.StartArray();
     w.str("completion");
+    w.str("tools");     // chat_extras.hpp: tool calls
+    w.str("thinking");  // and `think`
     w.EndArray();
     w.kv("modified_at", modified_at());
     w.EndObject();

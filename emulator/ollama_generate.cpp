@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "emulator/api.hpp"
+#include "emulator/chat_extras.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/logprob_wire.hpp"
 #include "emulator/ollama.hpp"
@@ -55,6 +56,38 @@ void write_text(JsonWriter& w, const OllamaRequest& r, std::string_view text) {
     }
 }
 
+// api.Message with thinking and tool calls (both omitempty): ToolCall{id, function{index, name,
+// arguments}}, the arguments an object in the schema's order.
+void write_message(JsonWriter& w, const ChatPlan& plan, std::string_view text,
+                   std::string_view thinking, std::size_t first_call, std::size_t end_call) {
+    w.key("message");
+    w.StartObject();
+    w.kv("role", "assistant");
+    w.kv("content", text);
+    if (!thinking.empty()) {
+        w.kv("thinking", thinking);
+    }
+    if (first_call < end_call) {
+        w.key("tool_calls");
+        w.StartArray();
+        for (std::size_t k = first_call; k < end_call; ++k) {
+            const ToolSpec& tool = plan.tool_of(plan.calls[k]);
+            w.StartObject();
+            w.kv("id", ollama_tool_call_id());
+            w.key("function");
+            w.StartObject();
+            w.kv_int("index", static_cast<std::int64_t>(k));
+            w.kv("name", tool.name);
+            w.key("arguments");
+            write_args_object(w, tool);
+            w.EndObject();
+            w.EndObject();
+        }
+        w.EndArray();
+    }
+    w.EndObject();
+}
+
 struct Timings {
     std::int64_t load = 0, prompt_eval = 0, eval = 0, total = 0;
 };
@@ -79,8 +112,9 @@ void write_logprobs(JsonWriter& w, const OllamaRequest& r, const Output& o, int 
 
 // The final object's tail: done_reason, context, metrics (zero values omitted, like omitempty);
 // `logprobs` (non-stream: all of them) after done_reason on chat, at the very end on generate.
-void write_done(JsonWriter& w, const OllamaRequest& r, const Output& o, const Timings& t,
+void write_done(JsonWriter& w, const OllamaRequest& r, const ChoiceState& c, const Timings& t,
                 bool with_logprobs) {
+    const Output& o = c.out;
     const bool logprobs = with_logprobs && r.logprobs && listed_tokens(o) > 0;
     w.kv_bool("done", true);
     w.kv("done_reason", o.finish == Finish::kLength ? "length" : "stop");
@@ -103,7 +137,7 @@ void write_done(JsonWriter& w, const OllamaRequest& r, const Output& o, const Ti
     const std::pair<const char*, std::int64_t> metrics[] = {
         {"total_duration", t.total},         {"load_duration", t.load},
         {"prompt_eval_count", r.key.tokens}, {"prompt_eval_duration", t.prompt_eval},
-        {"eval_count", o.completion_tokens()}, {"eval_duration", t.eval},
+        {"eval_count", c.total_tokens()},    {"eval_duration", t.eval},
     };
     for (const auto& [name, value] : metrics) {
         if (value != 0) {
@@ -117,10 +151,29 @@ void write_done(JsonWriter& w, const OllamaRequest& r, const Output& o, const Ti
 
 class OllamaEncoder final : public EventEncoder {
 public:
-    OllamaEncoder(const OllamaRequest& r, const Request& req, Clock::time_point started)
-        : r_(r), req_(req), started_(started) {}
+    OllamaEncoder(const OllamaRequest& r, const Request& req, Clock::time_point started,
+                  const ChatPlan& plan)
+        : r_(r), req_(req), started_(started), plan_(plan) {}
     void on_start(std::vector<ChoiceState>&, EventList&) override { first_ = Clock::now(); }
     void on_step(ChoiceState& c, int tokens, bool last, EventList& out) override {
+        if (c.lead_tokens == 0) {
+            text_step(c, tokens, last, out);
+            return;
+        }
+        const int lead = c.lead_tokens;
+        if (c.tokens_sent < lead) {
+            lead_line(c.tokens_sent, std::min(tokens, lead), out);
+        }
+        if (plan_.calls.empty() && tokens > lead) {
+            // The text after the thinking, counted in its own tokens.
+            const int sent = c.tokens_sent;
+            c.tokens_sent = std::max(sent - lead, 0);
+            text_step(c, tokens - lead, last, out);
+            c.tokens_sent = sent;
+        }
+    }
+
+    void text_step(ChoiceState& c, int tokens, bool last, EventList& out) {
         const std::string_view delta =
             take_delta(c, visible_partial_stop(c.out, tokens, last, r_.stop.strings));
         if (delta.empty()) {
@@ -156,16 +209,49 @@ public:
         w.StartObject();
         write_head(w, r_);
         write_text(w, r_, "");
-        write_done(w, r_, choices.front().out, t, false);  // the lines carried them
+        write_done(w, r_, choices.front(), t, false);  // the lines carried them
         w.EndObject();
         line += '\n';
     }
 
 private:
+    // One line per runner step: the thinking it adds, and the calls whose last token it
+    // generated (the tool parser hands over whole calls).
+    void lead_line(int from, int to, EventList& out) {
+        std::string_view thinking;
+        lead_spans(plan_, from, to, spans_);
+        if (!spans_.empty() && spans_.front().kind == LeadSpan::Kind::kReasoning) {
+            thinking = spans_.front().text;
+        }
+        std::size_t first = plan_.calls.size();
+        std::size_t end = first;
+        int base = plan_.reasoning_tokens();
+        for (std::size_t k = 0; k < plan_.calls.size(); ++k) {
+            base += plan_.calls[k].tokens();  // the token after the call's last
+            if (from < base && base <= to) {
+                first = std::min(first, k);
+                end = k + 1;
+            }
+        }
+        if (thinking.empty() && first == end) {
+            return;  // the parser is still reading a call
+        }
+        std::string& line = out.next();
+        JsonWriter w(line);
+        w.StartObject();
+        write_head(w, r_);
+        write_message(w, plan_, "", thinking, first, end);
+        w.kv_bool("done", false);
+        w.EndObject();
+        line += '\n';
+    }
+
     const OllamaRequest& r_;
     const Request& req_;
     Clock::time_point started_, first_;
     int logprobs_sent_ = 0;
+    const ChatPlan& plan_;
+    std::vector<LeadSpan> spans_;
 };
 
 }  // namespace
@@ -206,8 +292,17 @@ net::awaitable<void> handle_ollama_generation(Request& req, Conn& conn, const Op
     const Clock::time_point started = Clock::now();
     r.stop.eos_after = req.knobs.eos_after;
     std::vector<ChoiceState> choices = generate_choices({r.key}, 1, r.budget, r.stop);
+    ChatPlan plan;
+    if (chat) {
+        plan = plan_chat(read_chat_ask(doc, ChatFamily::kOllama), req.knobs,
+                         {ArgsLayout::kCompact, true, kMaxToolCalls});
+        if (plan.any()) {
+            apply_plan(plan, choices, r.budget);
+            r.logprobs = false;  // the emulator's logprob model covers generated words only
+        }
+    }
     if (r.stream) {
-        OllamaEncoder encoder(r, req, started);
+        OllamaEncoder encoder(r, req, started, plan);
         co_await run_stream(conn, req, choices, encoder, kErrors, kFraming);
         co_return;
     }
@@ -223,8 +318,13 @@ net::awaitable<void> handle_ollama_generation(Request& req, Conn& conn, const Op
         JsonWriter w(body);
         w.StartObject();
         write_head(w, r);
-        write_text(w, r, o.final_text());
-        write_done(w, r, o, t, true);
+        if (plan.any()) {
+            // The streamed lines joined: content, thinking and every call.
+            write_message(w, plan, o.final_text(), plan.reasoning, 0, plan.calls.size());
+        } else {
+            write_text(w, r, o.final_text());
+        }
+        write_done(w, r, choices.front(), t, true);
         w.EndObject();
     };
     co_await send_generated(conn, req.knobs, choices, render, kErrors, kFraming);

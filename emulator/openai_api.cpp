@@ -126,13 +126,23 @@ net::awaitable<void> handle_oai_generation(Request& req, Conn& conn, const Optio
     oai.stop.eos_after = req.knobs.eos_after;
     std::vector<ChoiceState> choices =
         generate_choices(oai.prompts, oai.n, oai.max_tokens, oai.stop);
-    OaiContext ctx{oai, {}, 0, 0, 0};
+    ChatPlan plan;
+    if (chat) {
+        // Both servers write arguments with json.dumps; both have a reasoning parser.
+        plan = plan_chat(read_chat_ask(doc, ChatFamily::kOpenai), req.knobs,
+                         {ArgsLayout::kPython, true, kMaxToolCalls});
+        if (plan.any()) {
+            apply_plan(plan, choices, oai.max_tokens);
+            oai.logprobs.reset();  // the emulator's logprob model covers generated words only
+        }
+    }
+    OaiContext ctx{oai, {}, 0, 0, 0, &plan};
     ctx.created = unix_now();
     for (const PromptKey& p : oai.prompts) {
         ctx.prompt_tokens += p.tokens;
     }
     for (ChoiceState& c : choices) {
-        ctx.completion_tokens += c.out.completion_tokens();
+        ctx.completion_tokens += c.total_tokens();
         if (!vllm) {
             c.id = random_hex_id();  // SGLang: every item is its own engine request
         }

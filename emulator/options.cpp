@@ -52,6 +52,10 @@ per-request headers (override the options above):
   X-Emulator-Legacy-Delimiter (newline | nul), X-Emulator-Json-Style, X-Emulator-Json-Escape,
   X-Emulator-Sse-Style, X-Emulator-Ndjson-Style, X-Emulator-Split-Writes (MAX, 0 = off),
   X-Emulator-Early-Hints (1 | 0), X-Emulator-Interim, X-Emulator-Style-Seed
+
+chat answers (emulator/chat_extras.hpp):
+  X-Emulator-Tool-Calls N  a tool-calling turn calls N tools at once (1..4, default 1)
+  X-Emulator-Reasoning T   the answer starts with reasoning text T ("" = the default text)
 )";
 
 [[noreturn]] void fail(const std::string& message) {

@@ -35,6 +35,9 @@ struct Fault {
     int status = 0;  // for kStatus
 };
 
+// X-Emulator-Tool-Calls: parallel calls in one turn, at most.
+inline constexpr int kMaxToolCalls = 4;
+
 // Everything a request may tune through X-Emulator-* headers; the CLI gives the defaults.
 struct Knobs {
     int ttft_ms = 0;
@@ -47,6 +50,10 @@ struct Knobs {
     bool nul_delimiter = false;
     // Byte layout of everything written (JSON, framing, writes, 1xx); default: the dialect's own.
     WireStyle wire;
+    // Chat answers (chat_extras.hpp): how many tools one tool-calling turn calls (1..4), and the
+    // reasoning text an answer starts with (none: only the request's own switch asks for it).
+    int tool_calls = 1;
+    std::optional<std::string> reasoning;
 };
 
 struct Options {

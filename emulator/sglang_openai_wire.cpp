@@ -49,7 +49,7 @@ void write_matched_stop(JsonWriter& w, const Output& out) {
 
 // SGLang's UsageInfo: prompt_tokens, total_tokens, completion_tokens, prompt_tokens_details,
 // reasoning_tokens. exclude_none drops the details but keeps reasoning_tokens (0, not None).
-void write_usage(JsonWriter& w, int prompt, int completion, bool with_details) {
+void write_usage(JsonWriter& w, int prompt, int completion, bool with_details, int reasoning = 0) {
     w.key("usage");
     w.StartObject();
     w.kv_int("prompt_tokens", prompt);
@@ -58,8 +58,13 @@ void write_usage(JsonWriter& w, int prompt, int completion, bool with_details) {
     if (with_details) {
         w.kv_null("prompt_tokens_details");
     }
-    w.kv_int("reasoning_tokens", 0);
+    w.kv_int("reasoning_tokens", reasoning);
     w.EndObject();
+}
+
+// Reasoning tokens of all choices (each reasons the same).
+int reasoning_total(const OaiContext& ctx, std::size_t choices) {
+    return ctx.plan != nullptr ? ctx.plan->reasoning_tokens() * static_cast<int>(choices) : 0;
 }
 
 // The cumulative text the engine reports after `tokens` tokens: everything decoded so far,
@@ -71,12 +76,68 @@ std::size_t cumulative_len(const Output& o, int tokens, bool last) {
     return tokens > 0 ? o.text_end[static_cast<std::size_t>(tokens - 1)] : 0;
 }
 
+// A whole answer's calls: ToolCall(id, index, type, function) where index is the tool's place
+// in `tools` (the detector's tool_indices), not the call's.
+void write_tool_calls(JsonWriter& w, const OaiContext& ctx) {
+    w.key("tool_calls");
+    if (!ctx.calls()) {
+        w.Null();
+        return;
+    }
+    w.StartArray();
+    for (const PlannedCall& call : ctx.plan->calls) {
+        w.StartObject();
+        w.kv("id", sglang_tool_call_id());
+        w.kv_int("index", static_cast<std::int64_t>(call.tool));
+        w.kv("type", "function");
+        w.key("function");
+        w.StartObject();
+        w.kv("name", ctx.plan->tool_of(call).name);
+        w.kv("arguments", call.args);
+        w.EndObject();
+        w.EndObject();
+    }
+    w.EndArray();
+}
+
 class SglangOaiEncoder final : public EventEncoder {
 public:
     explicit SglangOaiEncoder(const OaiContext& ctx) : ctx_(ctx) {}
 
     void on_step(ChoiceState& c, int tokens, bool last, EventList& out) override {
         last_id_ = &c.id;
+        if (c.lead_tokens == 0) {
+            text_step(c, tokens, last, out);
+            return;
+        }
+        const int lead = c.lead_tokens;
+        if (c.tokens_sent == 0) {
+            role_chunk(c, out);
+        }
+        if (c.tokens_sent < lead) {
+            lead_spans(*ctx_.plan, c.tokens_sent, std::min(tokens, lead), spans_);
+            for (const LeadSpan& span : spans_) {
+                lead_chunk(c, span, tokens, out);
+            }
+        }
+        if (ctx_.calls()) {
+            if (last) {
+                finish_order_.push_back(&c);  // its finish chunk ("tool_calls") comes in on_end
+            }
+            return;
+        }
+        if (tokens > lead || last) {
+            // The text after the reasoning, counted in its own tokens.
+            const int sent = c.tokens_sent;
+            c.tokens_sent = std::max(sent - lead, 0);
+            shift_ = lead;
+            text_step(c, tokens - lead, last, out);
+            shift_ = 0;
+            c.tokens_sent = sent;
+        }
+    }
+
+    void text_step(ChoiceState& c, int tokens, bool last, EventList& out) {
         const Output& o = c.out;
         const std::size_t cum = cumulative_len(o, tokens, last);
         // delta = text[len(previous):], which is empty when the final trimmed text got shorter.
@@ -105,7 +166,8 @@ public:
                 w.kv_int("index", c->index);
                 write_delta(w, nullptr, {});
                 w.kv_null("logprobs");
-                w.kv("finish_reason", finish_reason_name(c->out));
+                // A stop after tool calls becomes "tool_calls"; matched_stop stays the EOS id.
+                w.kv("finish_reason", ctx_.calls() ? "tool_calls" : finish_reason_name(c->out));
                 write_matched_stop(w, c->out);
                 w.EndObject();
                 close_chunk(w, nullptr, 0, event);
@@ -119,7 +181,8 @@ public:
         open_chunk(w, last_id_ != nullptr ? *last_id_ : ctx_.id);
         w.EndArray();
         // Chat dumps the usage chunk in full; completions use exclude_none.
-        write_usage(w, ctx_.prompt_tokens, ctx_.completion_tokens, ctx_.req.chat);
+        write_usage(w, ctx_.prompt_tokens, ctx_.completion_tokens, ctx_.req.chat,
+                    reasoning_total(ctx_, choices.size()));
         w.EndObject();
         event += "\n\n";
     }
@@ -158,22 +221,75 @@ private:
         close_chunk(w, &c, tokens, event);
     }
 
-    void chat_step(ChoiceState& c, int tokens, bool last, std::string_view delta, EventList& out) {
-        if (c.tokens_sent == 0) {  // the first event of this choice: the role chunk
-            std::string& event = begin(out);
-            JsonWriter w(event);
-            open_chunk(w, c.id);
+    // The first event of a choice.
+    void role_chunk(const ChoiceState& c, EventList& out) {
+        std::string& event = begin(out);
+        JsonWriter w(event);
+        open_chunk(w, c.id);
+        w.StartObject();
+        w.kv_int("index", c.index);
+        write_delta(w, "assistant", "");
+        w.kv_null("logprobs");
+        w.kv_null("finish_reason");
+        w.kv_null("matched_stop");
+        w.EndObject();
+        w.EndArray();
+        w.kv_null("usage");  // the role chunk never carries usage
+        w.EndObject();
+        event += "\n\n";
+    }
+
+    // A reasoning delta, a call's first delta (its id, index, name and arguments "") or
+    // argument fragments (id and name null): DeltaMessage and ToolCall dumped in full.
+    void lead_chunk(const ChoiceState& c, const LeadSpan& span, int tokens, EventList& out) {
+        std::string& event = begin(out);
+        JsonWriter w(event);
+        open_chunk(w, c.id);
+        w.StartObject();
+        w.kv_int("index", c.index);
+        w.key("delta");
+        w.StartObject();
+        w.kv_null("role");
+        w.kv_null("content");
+        if (span.kind == LeadSpan::Kind::kReasoning) {
+            w.kv("reasoning_content", span.text);
+            w.kv_null("tool_calls");
+        } else {
+            const bool start = span.kind == LeadSpan::Kind::kCallStart;
+            w.kv_null("reasoning_content");
+            w.key("tool_calls");
+            w.StartArray();
             w.StartObject();
-            w.kv_int("index", c.index);
-            write_delta(w, "assistant", "");
-            w.kv_null("logprobs");
-            w.kv_null("finish_reason");
-            w.kv_null("matched_stop");
+            if (start) {
+                w.kv("id", sglang_tool_call_id());
+            } else {
+                w.kv_null("id");
+            }
+            w.kv_int("index", static_cast<std::int64_t>(span.call));
+            w.kv("type", "function");
+            w.key("function");
+            w.StartObject();
+            if (start) {
+                w.kv("name", ctx_.plan->tool_of(ctx_.plan->calls[span.call]).name);
+            } else {
+                w.kv_null("name");
+            }
+            w.kv("arguments", span.text);
+            w.EndObject();
             w.EndObject();
             w.EndArray();
-            w.kv_null("usage");  // the role chunk never carries usage
-            w.EndObject();
-            event += "\n\n";
+        }
+        w.EndObject();
+        w.kv_null("logprobs");
+        w.kv_null("finish_reason");
+        w.kv_null("matched_stop");
+        w.EndObject();
+        close_chunk(w, &c, tokens, event);
+    }
+
+    void chat_step(ChoiceState& c, int tokens, bool last, std::string_view delta, EventList& out) {
+        if (c.tokens_sent == 0 && c.lead_tokens == 0) {  // the first event of this choice
+            role_chunk(c, out);
         }
         if (!delta.empty()) {
             // Logprobs ride on content chunks only: a step without text loses its tokens'.
@@ -240,7 +356,10 @@ private:
     void close_chunk(JsonWriter& w, const ChoiceState* c, int tokens, std::string& event) const {
         w.EndArray();
         if (c != nullptr && ctx_.req.continuous_usage) {
-            write_usage(w, c->prompt_tokens, tokens, true);
+            // Text steps count their own tokens: the lead went before them.
+            const int all = tokens + shift_;
+            write_usage(w, c->prompt_tokens, all, true,
+                        ctx_.plan != nullptr ? std::min(all, ctx_.plan->reasoning_tokens()) : 0);
         } else {
             w.kv_null("usage");
         }
@@ -252,6 +371,8 @@ private:
     const std::string* last_id_ = nullptr;
     std::vector<const ChoiceState*> finish_order_;
     std::string echo_text_;
+    std::vector<LeadSpan> spans_;
+    int shift_ = 0;  // lead tokens before a text step's own
 };
 
 class SglangOaiErrors final : public ErrorStyle {
@@ -288,12 +409,21 @@ void render_sglang_oai_response(const OaiContext& ctx, const std::vector<ChoiceS
         w.StartObject();
         w.kv_int("index", c.index);
         if (chat) {
+            // ChatMessage(content=text if text else None, reasoning_content=..., tool_calls=...)
             w.key("message");
             w.StartObject();
             w.kv("role", "assistant");
-            w.kv("content", c.out.final_text());
-            w.kv_null("reasoning_content");
-            w.kv_null("tool_calls");
+            if (ctx.calls()) {
+                w.kv_null("content");
+            } else {
+                w.kv("content", c.out.final_text());
+            }
+            if (ctx.plan != nullptr && !ctx.plan->reasoning.empty()) {
+                w.kv("reasoning_content", ctx.plan->reasoning);
+            } else {
+                w.kv_null("reasoning_content");
+            }
+            write_tool_calls(w, ctx);
             w.EndObject();
         } else if (r.echo) {
             w.kv("text", r.prompt_texts[static_cast<std::size_t>(c.index / r.n)] +
@@ -310,12 +440,19 @@ void render_sglang_oai_response(const OaiContext& ctx, const std::vector<ChoiceS
         } else {
             write_completion_logprobs(w, ctx, c, 0, c.out.completion_tokens(), r.echo);
         }
-        w.kv("finish_reason", finish_reason_name(c.out));
-        write_matched_stop(w, c.out);
+        if (ctx.calls()) {
+            // _process_tool_calls: a "stop" becomes "tool_calls" and its match is dropped.
+            w.kv("finish_reason", "tool_calls");
+            w.kv_null("matched_stop");
+        } else {
+            w.kv("finish_reason", finish_reason_name(c.out));
+            write_matched_stop(w, c.out);
+        }
         w.EndObject();
     }
     w.EndArray();
-    write_usage(w, ctx.prompt_tokens, ctx.completion_tokens, true);
+    write_usage(w, ctx.prompt_tokens, ctx.completion_tokens, true,
+                reasoning_total(ctx, choices.size()));
     w.kv_null("metadata");
     w.EndObject();
 }

@@ -19,8 +19,8 @@ bool is_midstream(FaultKind kind) {
            kind == FaultKind::kStallMidstream || kind == FaultKind::kErrorEvent;
 }
 
-int steps_for(const Output& out, int tokens_per_chunk) {
-    const int tokens = out.completion_tokens();
+int steps_for(const ChoiceState& c, int tokens_per_chunk) {
+    const int tokens = c.total_tokens();
     return std::max(1, (tokens + tokens_per_chunk - 1) / tokens_per_chunk);
 }
 
@@ -149,7 +149,7 @@ net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<Choi
             if (c.finished) {
                 continue;
             }
-            const int total = c.out.completion_tokens();
+            const int total = c.total_tokens();
             const int upto = std::min(total, c.tokens_sent + knobs.tokens_per_chunk);
             const bool last = upto == total;
             encoder.on_step(c, upto, last, events);
@@ -203,7 +203,7 @@ net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
                                     const Framing& framing) {
     int steps = 1;
     for (const ChoiceState& c : choices) {
-        steps = std::max(steps, steps_for(c.out, knobs.tokens_per_chunk));
+        steps = std::max(steps, steps_for(c, knobs.tokens_per_chunk));
     }
     co_await conn.sleep_ms(static_cast<std::int64_t>(knobs.ttft_ms) +
                            static_cast<std::int64_t>(knobs.itl_ms) * (steps - 1));

@@ -43,6 +43,11 @@ struct ChoiceState {
     int tokens_sent = 0;
     std::size_t text_sent = 0;  // bytes of text already streamed (delta dialects)
     bool finished = false;
+    // Tokens a chat answer spends before its text: reasoning and tool calls (chat_extras.hpp).
+    // tokens_sent and the stream's steps count them first; `out` holds the text after them.
+    int lead_tokens = 0;
+
+    int total_tokens() const { return lead_tokens + out.completion_tokens(); }
 };
 
 // A reusable list of complete SSE events ("data: ...\n\n"); each is written as one chunk.

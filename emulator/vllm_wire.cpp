@@ -75,6 +75,49 @@ void write_usage(JsonWriter& w, int prompt, int completion, bool with_details) {
     w.EndObject();
 }
 
+// ChatMessage: tool calls (hermes: content null; a named tool_choice: content ""), reasoning
+// as `reasoning` and its deprecated copy `reasoning_content` (vLLM >= 0.11.1, PR #27752).
+void write_message(JsonWriter& w, const OaiContext& ctx, const ChoiceState& c) {
+    const ChatPlan* plan = ctx.plan;
+    w.key("message");
+    w.StartObject();
+    w.kv("role", "assistant");
+    if (!ctx.calls()) {
+        w.kv("content", c.out.final_text());
+    } else if (plan->named) {
+        w.kv("content", "");
+    } else {
+        w.kv_null("content");
+    }
+    w.kv_null("refusal");
+    w.kv_null("annotations");
+    w.kv_null("audio");
+    w.kv_null("function_call");
+    w.key("tool_calls");
+    w.StartArray();
+    if (plan != nullptr) {
+        for (const PlannedCall& call : plan->calls) {
+            w.StartObject();
+            w.kv("id", vllm_tool_call_id());
+            w.kv("type", "function");
+            w.key("function");
+            w.StartObject();
+            w.kv("name", plan->tool_of(call).name);
+            w.kv("arguments", call.args);
+            w.EndObject();
+            w.EndObject();
+        }
+    }
+    w.EndArray();
+    if (plan != nullptr && !plan->reasoning.empty()) {
+        w.kv("reasoning", plan->reasoning);
+        w.kv("reasoning_content", plan->reasoning);
+    } else {
+        w.kv_null("reasoning_content");
+    }
+    w.EndObject();
+}
+
 class VllmEncoder final : public EventEncoder {
 public:
     // vLLM holds back len(longest stop) - 1 characters so a stop string never leaks into a
@@ -105,6 +148,110 @@ public:
     }
 
     void on_step(ChoiceState& c, int tokens, bool last, EventList& out) override {
+        if (c.lead_tokens == 0) {
+            text_step(c, tokens, last, out);
+            return;
+        }
+        const int lead = c.lead_tokens;
+        if (c.tokens_sent < lead) {
+            lead_spans(*ctx_.plan, c.tokens_sent, std::min(tokens, lead), spans_);
+            for (const LeadSpan& span : spans_) {
+                lead_chunk(c, span, tokens, out);
+            }
+        }
+        if (ctx_.calls()) {
+            if (last) {
+                // The EOS step after the calls: an empty delta with the finish. A named
+                // tool_choice finishes "stop" (OpenAI's rule, kept by serving_chat.py).
+                std::string& event = begin(out);
+                JsonWriter w(event);
+                open_chunk(w);
+                w.StartObject();
+                w.kv_int("index", c.index);
+                w.key("delta");
+                w.StartObject();
+                w.EndObject();
+                w.kv_null("logprobs");
+                w.kv("finish_reason", ctx_.plan->named ? "stop" : "tool_calls");
+                write_stop_reason(w, c.out);
+                w.EndObject();
+                close_chunk(w, c, tokens, event);
+            }
+            return;
+        }
+        if (tokens > lead || last) {
+            // The text after the reasoning, counted in its own tokens.
+            const int sent = c.tokens_sent;
+            c.tokens_sent = std::max(sent - lead, 0);
+            shift_ = lead;
+            text_step(c, tokens - lead, last, out);
+            shift_ = 0;
+            c.tokens_sent = sent;
+        }
+    }
+
+    void on_end(std::vector<ChoiceState>& choices, EventList& out) override {
+        if (!ctx_.req.include_usage) {
+            return;
+        }
+        std::string& event = begin(out);
+        JsonWriter w(event);
+        open_chunk(w);
+        w.EndArray();
+        write_usage(w, ctx_.prompt_tokens, ctx_.completion_tokens, false);
+        w.EndObject();
+        event += "\n\n";
+    }
+
+private:
+    // A reasoning delta (vLLM >= 0.11.1 writes `reasoning` and its deprecated copy
+    // `reasoning_content`), a call's first delta (hermes: id, type, index and the name; a named
+    // tool_choice also sends the arguments so far) or argument fragments.
+    void lead_chunk(const ChoiceState& c, const LeadSpan& span, int tokens, EventList& out) {
+        std::string& event = begin(out);
+        JsonWriter w(event);
+        open_chunk(w);
+        w.StartObject();
+        w.kv_int("index", c.index);
+        w.key("delta");
+        w.StartObject();
+        if (span.kind == LeadSpan::Kind::kReasoning) {
+            w.kv("reasoning", span.text);
+            w.kv("reasoning_content", span.text);
+        } else {
+            const auto k = static_cast<std::int64_t>(span.call);
+            w.key("tool_calls");
+            w.StartArray();
+            w.StartObject();
+            if (span.kind == LeadSpan::Kind::kCallStart) {
+                w.kv("id", vllm_tool_call_id());
+                w.kv("type", "function");
+                w.kv_int("index", k);
+                w.key("function");
+                w.StartObject();
+                w.kv("name", ctx_.plan->tool_of(ctx_.plan->calls[span.call]).name);
+                if (ctx_.plan->named) {
+                    w.kv("arguments", span.text);
+                }
+                w.EndObject();
+            } else {
+                w.kv_int("index", k);
+                w.key("function");
+                w.StartObject();
+                w.kv("arguments", span.text);
+                w.EndObject();
+            }
+            w.EndObject();
+            w.EndArray();
+        }
+        w.EndObject();
+        w.kv_null("logprobs");
+        w.kv_null("finish_reason");
+        w.EndObject();
+        close_chunk(w, c, tokens, event);
+    }
+
+    void text_step(ChoiceState& c, int tokens, bool last, EventList& out) {
         const OaiRequest& r = ctx_.req;
         const int shown = static_cast<int>(c.text_sent);  // previous_text_lens: the text so far
         std::string_view text = next_delta(c, tokens, last);
@@ -161,20 +308,6 @@ public:
         close_chunk(w, c, tokens, event);
     }
 
-    void on_end(std::vector<ChoiceState>& choices, EventList& out) override {
-        if (!ctx_.req.include_usage) {
-            return;
-        }
-        std::string& event = begin(out);
-        JsonWriter w(event);
-        open_chunk(w);
-        w.EndArray();
-        write_usage(w, ctx_.prompt_tokens, ctx_.completion_tokens, false);
-        w.EndObject();
-        event += "\n\n";
-    }
-
-private:
     static std::string& begin(EventList& out) {
         std::string& event = out.next();
         event = "data: ";
@@ -194,7 +327,7 @@ private:
     void close_chunk(JsonWriter& w, const ChoiceState& c, int tokens, std::string& event) const {
         w.EndArray();
         if (ctx_.req.continuous_usage) {
-            write_usage(w, c.prompt_tokens, tokens, false);
+            write_usage(w, c.prompt_tokens, tokens + shift_, false);  // text steps: lead first
         }
         w.EndObject();
         event += "\n\n";
@@ -207,6 +340,8 @@ private:
     const OaiContext& ctx_;
     std::size_t holdback_ = 0;
     std::string echo_text_;
+    std::vector<LeadSpan> spans_;
+    int shift_ = 0;  // lead tokens before a text step's own
 };
 
 class VllmErrors final : public ErrorStyle {
@@ -256,19 +391,7 @@ void render_vllm_response(const OaiContext& ctx, const std::vector<ChoiceState>&
         w.StartObject();
         w.kv_int("index", c.index);
         if (chat) {
-            w.key("message");
-            w.StartObject();
-            w.kv("role", "assistant");
-            w.kv("content", c.out.final_text());
-            w.kv_null("refusal");
-            w.kv_null("annotations");
-            w.kv_null("audio");
-            w.kv_null("function_call");
-            w.key("tool_calls");
-            w.StartArray();
-            w.EndArray();
-            w.kv_null("reasoning_content");
-            w.EndObject();
+            write_message(w, ctx, c);
         } else if (r.echo) {
             std::string text = r.prompt_texts[static_cast<std::size_t>(c.index / r.n)];
             text.append(r.echo_only ? std::string_view() : c.out.final_text());
@@ -285,7 +408,9 @@ void render_vllm_response(const OaiContext& ctx, const std::vector<ChoiceState>&
         } else {
             write_completion_logprobs(w, ctx, c, 0, c.out.completion_tokens(), r.echo, 0);
         }
-        w.kv("finish_reason", finish_reason_name(c.out));
+        w.kv("finish_reason", !ctx.calls()      ? finish_reason_name(c.out)
+                              : ctx.plan->named ? "stop"
+                                                : "tool_calls");
         write_stop_reason(w, c.out);
         w.kv_null("token_ids");
         if (!chat) {
