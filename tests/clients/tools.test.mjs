@@ -1,0 +1,190 @@
+// Tools through infergate with real clients, each against a backend of another dialect
+// (issue 13): the OpenAI Node SDK's runTools loop (whole and streamed, deltas assembled by the
+// SDK) in front of Ollama and Anthropic, the Anthropic SDK's tool use (create, and stream with
+// input_json_delta assembled by its MessageStream) in front of a vLLM-style server, and the
+// `ollama` client's tools in front of vLLM and Anthropic.
+//
+// The backends are the emulator in its tool mode (emulator/chat_extras.hpp): given tools, it
+// calls the first one with arguments made from the schema (a string property is its name
+// reversed: city → "ytic"); given a tool result as the last message, it answers
+// "tool said: <result>". Each dialect writes that in its own server's shape, so these checks
+// see the same calls whatever the backend, or fail.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
+import { Ollama } from 'ollama';
+import { startStack } from './harness.mjs';
+
+// Ollama names a model with its tag; the others as they are.
+const MODEL = 'tool-model:latest';
+const SCHEMA = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
+const EXPECTED_ARGS = { city: 'ytic' };
+
+// One stack per backend dialect, started on first use and stopped at the end.
+const stacks = new Map();
+async function stack(dialect) {
+  if (!stacks.has(dialect)) {
+    stacks.set(dialect, await startStack({ dialect, model: MODEL }));
+  }
+  return stacks.get(dialect);
+}
+after(async () => {
+  for (const s of stacks.values()) await s.stop();
+});
+
+for (const backend of ['ollama', 'anthropic']) {
+  describe(`openai SDK runTools through infergate (${backend} backend)`, () => {
+    let client;
+    before(async () => {
+      const s = await stack(backend);
+      client = new OpenAI({ baseURL: `${s.proxy.base}/v1`, apiKey: 'x', maxRetries: 0 });
+    });
+
+    for (const stream of [false, true]) {
+      test(`the loop calls the tool and reads the answer (stream: ${stream})`, async () => {
+        const seen = [];
+        const runner = client.chat.completions.runTools({
+          model: MODEL,
+          max_tokens: 50,
+          stream,
+          messages: [{ role: 'user', content: 'Weather in Paris?' }],
+          tools: [{
+            type: 'function',
+            function: {
+              name: 'get_weather',
+              description: 'Weather now',
+              parameters: SCHEMA,
+              parse: JSON.parse,
+              function: (args) => { seen.push(args); return '18 degrees'; },
+            },
+          }],
+        });
+        const content = await runner.finalContent();
+        assert.deepEqual(seen, [EXPECTED_ARGS]);
+        assert.equal(content, 'tool said: 18 degrees');
+        const messages = runner.messages;
+        const call = messages.find((m) => m.role === 'assistant' && m.tool_calls?.length);
+        assert.ok(call, JSON.stringify(messages));
+        assert.equal(call.tool_calls[0].function.name, 'get_weather');
+        assert.ok(call.tool_calls[0].id.length > 0);
+      });
+    }
+
+    test('a streamed turn with parallel calls is assembled by the SDK', async () => {
+      const s = client.chat.completions.stream({
+        model: MODEL,
+        max_tokens: 50,
+        messages: [{ role: 'user', content: 'Weather and time?' }],
+        tools: [
+          { type: 'function', function: { name: 'get_weather', parameters: SCHEMA } },
+          { type: 'function', function: { name: 'get_time',
+            parameters: { type: 'object', properties: { zone: { type: 'string' } } } } },
+        ],
+      }, { headers: { 'X-Emulator-Tool-Calls': '2' } });
+      const done = await s.finalChatCompletion();
+      const choice = done.choices[0];
+      assert.equal(choice.finish_reason, 'tool_calls');
+      assert.deepEqual(choice.message.tool_calls.map((c) => [c.function.name,
+        JSON.parse(c.function.arguments)]), [['get_weather', EXPECTED_ARGS],
+        ['get_time', { zone: 'enoz' }]]);
+      assert.equal(new Set(choice.message.tool_calls.map((c) => c.id)).size, 2);
+    });
+  });
+}
+
+describe('@anthropic-ai/sdk tool use through infergate (vLLM-style backend)', () => {
+  let client;
+  const tools = [{ name: 'get_weather', description: 'Weather now', input_schema: SCHEMA }];
+  before(async () => {
+    const s = await stack('openai');
+    client = new Anthropic({ baseURL: s.proxy.base, apiKey: 'x', maxRetries: 0 });
+  });
+
+  test('create: a tool_use block, then the tool_result answered', async () => {
+    const first = await client.messages.create({
+      model: MODEL, max_tokens: 50, tools,
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+    });
+    assert.equal(first.stop_reason, 'tool_use');
+    const use = first.content.find((b) => b.type === 'tool_use');
+    assert.ok(use, JSON.stringify(first.content));
+    assert.equal(use.name, 'get_weather');
+    assert.deepEqual(use.input, EXPECTED_ARGS);
+    const second = await client.messages.create({
+      model: MODEL, max_tokens: 50, tools,
+      messages: [
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: first.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id,
+          content: '18 degrees' }] },
+      ],
+    });
+    assert.equal(second.stop_reason, 'end_turn');
+    assert.deepEqual(second.content, [{ type: 'text', text: 'tool said: 18 degrees' }]);
+  });
+
+  test('stream: MessageStream assembles input_json_delta into the input', async () => {
+    const events = [];
+    const s = client.messages.stream({
+      model: MODEL, max_tokens: 50, tools, tool_choice: { type: 'any' },
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+    });
+    s.on('streamEvent', (e) => events.push(e.type === 'content_block_delta'
+      ? `${e.type}:${e.delta.type}` : e.type));
+    const message = await s.finalMessage();
+    assert.equal(message.stop_reason, 'tool_use');
+    assert.deepEqual(message.content.map((b) => b.type), ['tool_use']);
+    assert.deepEqual(message.content[0].input, EXPECTED_ARGS);
+    assert.ok(events.includes('content_block_delta:input_json_delta'), events.join(' '));
+  });
+
+  test('a server tool is refused, named, not dropped', async () => {
+    await assert.rejects(client.messages.create({
+      model: MODEL, max_tokens: 50,
+      tools: [{ type: 'web_search_20250305', name: 'web_search' }],
+      messages: [{ role: 'user', content: 'News?' }],
+    }), (e) => e.status === 400 && /'tools\[0\]' \(type "web_search_20250305"\) is a server tool/
+      .test(e.error?.error?.message ?? ''));
+  });
+});
+
+for (const backend of ['openai', 'anthropic']) {
+  describe(`ollama client tools through infergate (${backend} backend)`, () => {
+    let client;
+    const tools = [{ type: 'function', function: { name: 'get_weather', parameters: SCHEMA } }];
+    before(async () => {
+      const s = await stack(backend);
+      client = new Ollama({ host: s.proxy.base });
+    });
+
+    test('chat: the call comes back with an object of arguments, then the answer', async () => {
+      const first = await client.chat({ model: MODEL, tools, stream: false,
+        options: { num_predict: 50 }, messages: [{ role: 'user', content: 'Weather?' }] });
+      assert.equal(first.done_reason, 'stop');
+      const calls = first.message.tool_calls;
+      assert.equal(calls.length, 1);
+      assert.equal(calls[0].function.name, 'get_weather');
+      assert.deepEqual(calls[0].function.arguments, EXPECTED_ARGS);
+      const second = await client.chat({ model: MODEL, tools, stream: false,
+        options: { num_predict: 50 },
+        messages: [{ role: 'user', content: 'Weather?' }, first.message,
+          { role: 'tool', tool_name: 'get_weather', content: '18 degrees' }] });
+      assert.equal(second.message.content, 'tool said: 18 degrees');
+    });
+
+    test('chat stream: each call whole on a line of its own', async () => {
+      const parts = await client.chat({ model: MODEL, tools, stream: true,
+        options: { num_predict: 50 }, messages: [{ role: 'user', content: 'Weather?' }] });
+      const calls = [];
+      let last;
+      for await (const part of parts) {
+        calls.push(...(part.message.tool_calls ?? []));
+        last = part;
+      }
+      assert.equal(last.done, true);
+      assert.deepEqual(calls.map((c) => [c.function.name, c.function.arguments]),
+        [['get_weather', EXPECTED_ARGS]]);
+    });
+  });
+}
