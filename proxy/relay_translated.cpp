@@ -48,7 +48,8 @@ private:
     void encode(const canonical::StreamEvent& d) override {
         if (d.finish) {
             // A final event may carry durations (llama.cpp's timings): as of now.
-            enc_.timing = g_.meter.measured_timing(!d.text.empty() || !d.tool_calls.empty());
+            enc_.timing = g_.meter.measured_timing(!d.text.empty() || !d.tool_calls.empty() ||
+                                                   !d.reasoning.empty());
         }
         g_.front.encode_stream_event(d, enc_, out_);
     }

@@ -24,7 +24,7 @@ bool StreamRelay::take(const canonical::StreamEvent& d, bool& usage_only) {
     usage_only = d.type == canonical::StreamEvent::Type::usage;
     const int64_t tokens = tally_.add(d);
     if (d.type == canonical::StreamEvent::Type::chunk &&
-        (!d.text.empty() || !d.tool_calls.empty())) {
+        (!d.text.empty() || !d.tool_calls.empty() || !d.reasoning.empty())) {
         content_tokens_ += tokens;
     }
     encode(d);

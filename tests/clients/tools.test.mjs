@@ -188,3 +188,59 @@ for (const backend of ['openai', 'anthropic']) {
     });
   });
 }
+
+// Reasoning: the emulator reasons first when asked by header (X-Emulator-Reasoning), in its
+// dialect's place; each client gets it in its own (the OpenAI SDK passes reasoning_content
+// deltas through as vLLM writes them).
+const REASONING = 'Let me think it over.';
+const REASON = { 'X-Emulator-Reasoning': REASONING };
+
+describe('reasoning through infergate, each client against another dialect', () => {
+  test('openai SDK stream: reasoning_content deltas before the text (Ollama backend)', async () => {
+    const s = await stack('ollama');
+    const client = new OpenAI({ baseURL: `${s.proxy.base}/v1`, apiKey: 'x', maxRetries: 0 });
+    const stream = await client.chat.completions.create({
+      model: MODEL, max_tokens: 5, stream: true,
+      messages: [{ role: 'user', content: 'Hi' }] }, { headers: REASON });
+    let reasoning = '';
+    let text = '';
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta ?? {};
+      if (delta.reasoning_content) {
+        assert.equal(text, '', 'reasoning after text');
+        reasoning += delta.reasoning_content;
+      }
+      text += delta.content ?? '';
+    }
+    assert.equal(reasoning, REASONING);
+    assert.ok(text.length > 0);
+  });
+
+  test('anthropic SDK: a thinking block before the text (vLLM backend)', async () => {
+    const s = await stack('openai');
+    const client = new Anthropic({ baseURL: s.proxy.base, apiKey: 'x', maxRetries: 0 });
+    for (const streamed of [false, true]) {
+      const params = { model: MODEL, max_tokens: 5,
+        messages: [{ role: 'user', content: 'Hi' }] };
+      const message = streamed
+        ? await client.messages.stream(params, { headers: REASON }).finalMessage()
+        : await client.messages.create(params, { headers: REASON });
+      assert.deepEqual(message.content.map((b) => b.type), ['thinking', 'text'], `${streamed}`);
+      assert.equal(message.content[0].thinking, REASONING);
+      assert.ok(message.content[1].text.length > 0);
+    }
+  });
+
+  test('ollama client: thinking, whole and streamed (Anthropic backend)', async () => {
+    const s = await stack('anthropic');
+    const client = new Ollama({ host: s.proxy.base, headers: REASON });
+    const whole = await client.chat({ model: MODEL, stream: false, options: { num_predict: 5 },
+      messages: [{ role: 'user', content: 'Hi' }] });
+    assert.equal(whole.message.thinking, REASONING);
+    const parts = await client.chat({ model: MODEL, stream: true, options: { num_predict: 5 },
+      messages: [{ role: 'user', content: 'Hi' }] });
+    let thinking = '';
+    for await (const part of parts) thinking += part.message.thinking ?? '';
+    assert.equal(thinking, REASONING);
+  });
+});

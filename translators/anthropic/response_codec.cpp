@@ -34,6 +34,19 @@ void AnthropicCodec::encode_response(const GenerationResult& result, const Gener
     }
     wire::key(w, "content");
     w.StartArray();
+    // Another dialect's reasoning first, as a thinking block. Its signature is Anthropic's own
+    // check that it wrote the text: there is none to give (infergate reads the text back and
+    // leaves the signature aside).
+    if (choice != nullptr && !choice->reasoning.empty()) {
+        w.StartObject();
+        wire::key(w, "type");
+        wire::string(w, "thinking");
+        wire::key(w, "thinking");
+        wire::string(w, choice->reasoning);
+        wire::key(w, "signature");
+        wire::string(w, "");
+        w.EndObject();
+    }
     // A text block, unless the turn only calls tools (as Anthropic writes such a turn).
     if (choice == nullptr || !choice->text.empty() || choice->tool_calls.empty()) {
         w.StartObject();
@@ -133,6 +146,14 @@ Result<GenerationResult> AnthropicCodec::decode_response(std::string_view body,
             }
             call.name.assign(json::view(*name));
             call.arguments = input != nullptr ? json::to_string(*input) : std::string("{}");
+            continue;
+        }
+        if (json::view(*type) == "thinking" && req.dialect != Dialect::anthropic &&
+            canonical::takes_reasoning(req.dialect)) {
+            if (const json::Value* t = json::find(block, "thinking");
+                t != nullptr && t->IsString()) {
+                choice.reasoning.append(json::view(*t));
+            }
             continue;
         }
         if (json::view(*type) != "text") {

@@ -148,6 +148,18 @@ void AnthropicCodec::decode_stream_event(std::string_view data, StreamState& sta
             out.push_back(std::move(ev));
             return;
         }
+        if (json::view(*dtype) == "thinking_delta" && state.client &&
+            *state.client != Dialect::anthropic && canonical::takes_reasoning(*state.client)) {
+            const json::Value* thinking = json::find(*delta, "thinking");
+            if (thinking == nullptr || !thinking->IsString()) {
+                push_malformed("a thinking_delta without a 'thinking' string", out);
+                return;
+            }
+            StreamEvent ev = chunk();
+            ev.reasoning.assign(json::view(*thinking));
+            out.push_back(std::move(ev));
+            return;
+        }
         if (json::view(*dtype) != "text_delta") {
             // thinking, tool-input JSON, citations: not canonical text, carried to an
             // Anthropic client

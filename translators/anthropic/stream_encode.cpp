@@ -92,6 +92,52 @@ void close_tool_block(ChoiceState& c, std::string& out) {
     }
 }
 
+void close_thinking_block(ChoiceState& c, std::string& out) {
+    if (c.thinking_block >= 0) {
+        close_block(c.thinking_block, out);
+        c.thinking_block = -1;
+    }
+}
+
+// Another dialect's reasoning as a thinking block (content_block_start with an empty thinking
+// and signature, thinking_delta pieces), open until another block starts. No signature_delta:
+// there is no Anthropic signature to give.
+void write_thinking(ChoiceState& c, std::string_view text, std::string& out) {
+    if (c.thinking_block < 0) {
+        close_text_block(c, out);
+        close_tool_block(c, out);
+        c.thinking_block = c.blocks++;
+        Event ev("content_block_start", out);
+        json::Writer& w = ev.w();
+        w.StartObject();
+        write_type(w, "content_block_start");
+        wire::key(w, "index");
+        w.Int(c.thinking_block);
+        wire::key(w, "content_block");
+        w.StartObject();
+        write_type(w, "thinking");
+        wire::key(w, "thinking");
+        wire::string(w, "");
+        wire::key(w, "signature");
+        wire::string(w, "");
+        w.EndObject();
+        w.EndObject();
+    }
+    Event ev("content_block_delta", out);
+    json::Writer& w = ev.w();
+    w.StartObject();
+    write_type(w, "content_block_delta");
+    wire::key(w, "index");
+    w.Int(c.thinking_block);
+    wire::key(w, "delta");
+    w.StartObject();
+    write_type(w, "thinking_delta");
+    wire::key(w, "thinking");
+    wire::string(w, text);
+    w.EndObject();
+    w.EndObject();
+}
+
 // A carried block event: content_block_start (the block), content_block_delta (the delta) or
 // content_block_stop, numbered by this encoder.
 void write_carried_block(ChoiceState& c, const canonical::Carried& carried, std::string& out) {
@@ -179,6 +225,7 @@ void write_tool_pieces(ChoiceState& c, const StreamState& s,
         const size_t at = static_cast<size_t>(std::max(piece.index, 0));
         if (at >= c.calls_sent) {
             close_text_block(c, out);
+            close_thinking_block(c, out);
             close_tool_block(c, out);  // the previous call's
             c.calls_sent = at + 1;
             c.tool_block = c.blocks;
@@ -225,6 +272,7 @@ void write_tail(StreamState& s, std::string& out) {
     if (c.blocks == 0) {
         open_text_block(c, out);  // an answer without content still has its (empty) text block
     }
+    close_thinking_block(c, out);
     close_text_block(c, out);
     close_tool_block(c, out);
     {
@@ -293,7 +341,7 @@ void encode_chunk(const AnthropicCodec& codec, const StreamEvent& event, StreamS
     const bool finishing = event.finish && event.finish->kind != FinishKind::none;
     const bool carried = event.carried.from == Dialect::anthropic && !event.carried.empty();
     if (!c.role_sent && !event.usage.prompt_tokens && event.text.empty() && !finishing &&
-        !carried && event.tool_calls.empty()) {
+        !carried && event.tool_calls.empty() && event.reasoning.empty()) {
         // message_start carries input_tokens: it waits for the first event that tells them or
         // brings content (never longer), so that a count the backend gives before its first
         // token (continuous usage, a llama.cpp or Anthropic backend) is not written as 0.
@@ -304,6 +352,13 @@ void encode_chunk(const AnthropicCodec& codec, const StreamEvent& event, StreamS
     take_counts(c, event.usage);
     if (carried) {
         write_carried_block(c, event.carried, out);
+    }
+    if (!event.reasoning.empty()) {
+        if (!event.usage.completion_tokens) {
+            ++c.completion_tokens;
+        }
+        s.content_seen = true;
+        write_thinking(c, event.reasoning, out);
     }
     if (!event.tool_calls.empty()) {
         if (!event.usage.completion_tokens) {
@@ -318,6 +373,7 @@ void encode_chunk(const AnthropicCodec& codec, const StreamEvent& event, StreamS
         }
         s.content_seen = true;
         if (c.text_block < 0) {
+            close_thinking_block(c, out);
             close_tool_block(c, out);
             open_text_block(c, out);  // text after another block gets a block of its own
         }

@@ -30,7 +30,7 @@ int64_t TokenTally::add(const StreamEvent& ev) {
         return std::max<int64_t>(*ev.usage.completion_tokens - before, 0);
     }
     // No running count from this backend: one per chunk.
-    return ev.text.empty() && ev.tool_calls.empty() ? 0 : 1;
+    return ev.text.empty() && ev.tool_calls.empty() && ev.reasoning.empty() ? 0 : 1;
 }
 
 Usage TokenTally::total() const {
@@ -96,6 +96,7 @@ void apply_to_result(const StreamEvent& ev, GenerationResult& result) {
     }
     Choice& c = result.choices[static_cast<size_t>(ev.index)];
     c.text += ev.text;
+    c.reasoning += ev.reasoning;
     for (const ToolCallDelta& piece : ev.tool_calls) {
         add_tool_call_delta(c.tool_calls, piece);
     }

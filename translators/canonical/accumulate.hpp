@@ -31,6 +31,12 @@ void add_tool_call_delta(std::vector<ToolCall>& calls, const ToolCallDelta& piec
 
 // Whether a client of `d` can be given an assistant's tool calls in its own shape.
 bool takes_tool_calls(Dialect d);
+// Whether a client of `d` has a place for an assistant's reasoning (the chat dialects: OpenAI's
+// reasoning_content as vLLM and SGLang write it, Ollama's thinking, Anthropic's thinking blocks).
+// Other clients get the answer without it (docs/dialects.md, "Reasoning").
+inline bool takes_reasoning(Dialect d) {
+    return takes_tool_calls(d);
+}
 
 // Adds one decoded event to a whole answer: its text, token ids and logprob entries to its
 // choice, its finish and counts; a usage event sets the aggregate.

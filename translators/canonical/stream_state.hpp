@@ -46,6 +46,7 @@ struct ChoiceState {
     int blocks = 0;       // Anthropic: content blocks started (the next block's index)
     int text_block = -1;  // Anthropic: index of the open text block, -1 when none is open
     int tool_block = -1;  // Anthropic: index of the open tool_use block, -1 when none is open
+    int thinking_block = -1;  // Anthropic: index of the open thinking block, -1 when none is
 };
 
 struct StreamState {

@@ -385,6 +385,10 @@ struct Choice {
     int index = 0;
     std::string text;  // generated text only (never the prompt)
     std::vector<ToolCall> tool_calls;  // the assistant's tool calls (chat), in order
+    // The assistant's reasoning (chat), for a client of another dialect that has a place for it
+    // (canonical::takes_reasoning): vLLM/SGLang reasoning_content, Ollama thinking, Anthropic
+    // thinking blocks (their signature, Anthropic's own check, stays with Anthropic clients).
+    std::string reasoning;
     FinishReason finish;
     Usage usage;  // per choice where the dialect reports it (SGLang meta_info)
     std::string id;
@@ -460,7 +464,8 @@ struct StreamEvent {
     // Pieces of the choice's tool calls (chat): OpenAI's deltas as they come, or one piece per
     // whole call from a dialect that streams whole calls (Ollama).
     std::vector<ToolCallDelta> tool_calls;
-    Carried carried;  // for a client of the backend's own dialect only
+    std::string reasoning;  // the next piece of the choice's reasoning (see Choice::reasoning)
+    Carried carried;        // for a client of the backend's own dialect only
 };
 
 }  // namespace infergate::canonical

@@ -23,12 +23,14 @@ canonical::Error upstream_error(std::string message);
 // line): the message's members other than role and content, as "message.<key>" (tool_calls,
 // thinking, images), and the top-level members the canonical model does not read (context,
 // ...). For a client of another dialect that takes tool calls (canonical::takes_tool_calls),
-// they are read into `tool_calls` (each arguments object as compact JSON text); for the others,
+// they are read into `tool_calls` (each arguments object as compact JSON text) and the message's
+// thinking into `thinking` (canonical::takes_reasoning); for the others,
 // or without `tool_calls`, the error that says they cannot be carried.
 std::optional<canonical::Error> carry(const json::Value& doc,
                                       std::optional<canonical::Dialect> client,
                                       canonical::Carried& out,
-                                      std::vector<canonical::ToolCall>* tool_calls = nullptr);
+                                      std::vector<canonical::ToolCall>* tool_calls = nullptr,
+                                      std::string* thinking = nullptr);
 // The carried members for an Ollama client (null when they came from another dialect).
 const canonical::Carried* own(const canonical::Carried& carried);
 

@@ -65,9 +65,15 @@ std::optional<canonical::Error> read_tool_calls(const json::Value& calls,
 std::optional<canonical::Error> carry(const json::Value& doc,
                                       std::optional<canonical::Dialect> client,
                                       canonical::Carried& out,
-                                      std::vector<canonical::ToolCall>* tool_calls) {
+                                      std::vector<canonical::ToolCall>* tool_calls,
+                                      std::string* thinking) {
     const json::Value* message = json::find(doc, "message");
     if (client && !ollama_dialect(*client)) {
+        if (const json::Value* t = message != nullptr ? json::find(*message, "thinking") : nullptr;
+            t != nullptr && t->IsString() && thinking != nullptr &&
+            canonical::takes_reasoning(*client)) {
+            thinking->append(json::view(*t));
+        }
         const json::Value* calls =
             message != nullptr ? json::find(*message, "tool_calls") : nullptr;
         if (calls != nullptr && calls->IsArray() && !calls->Empty() && tool_calls != nullptr &&
@@ -133,6 +139,10 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
         json::string(w, "assistant");
         json::key(w, "content");
         json::string(w, text);
+        if (carried == nullptr && choice != nullptr && !choice->reasoning.empty()) {
+            json::key(w, "thinking");  // another dialect's reasoning
+            json::string(w, choice->reasoning);
+        }
         if (carried != nullptr) {
             json::write_carried(w, carried->members, "message.");
         } else if (choice != nullptr && !choice->tool_calls.empty()) {
@@ -239,7 +249,7 @@ Result<GenerationResult> decode_response(std::string_view body, const Generation
         result.model = std::string(json::view(*model));
     }
     canonical::Choice& choice = result.choices.emplace_back();
-    if (auto err = carry(doc, req.dialect, choice.carried, &choice.tool_calls)) {
+    if (auto err = carry(doc, req.dialect, choice.carried, &choice.tool_calls, &choice.reasoning)) {
         return std::move(*err);
     }
     if (auto err = read_logprobs(doc, choice.logprobs)) {

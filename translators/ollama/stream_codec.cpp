@@ -33,7 +33,8 @@ public:
     // `calls`: another dialect's tool calls, complete, the first of them the turn's
     // `first_call`th.
     json::Writer& begin(std::string_view text, const canonical::Carried* carried = nullptr,
-                        std::span<const canonical::ToolCall> calls = {}, size_t first_call = 0) {
+                        std::span<const canonical::ToolCall> calls = {}, size_t first_call = 0,
+                        std::string_view thinking = {}) {
         w_.StartObject();
         write_head(w_, state_.model, state_.created, timing_);
         if (api_ == Api::chat) {
@@ -43,6 +44,10 @@ public:
             json::string(w_, "assistant");
             json::key(w_, "content");
             json::string(w_, text);
+            if (!thinking.empty()) {
+                json::key(w_, "thinking");  // another dialect's reasoning
+                json::string(w_, thinking);
+            }
             if (carried != nullptr) {
                 json::write_carried(w_, carried->members, "message.");
             }
@@ -172,15 +177,16 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
         return;
     }
     const LogprobsOut lp = logprobs_of(event, state);
-    if (!event.text.empty() || carried != nullptr || lp.entries != nullptr) {
+    const std::string_view thinking = api == Api::chat ? std::string_view(event.reasoning) : "";
+    if (!event.text.empty() || carried != nullptr || lp.entries != nullptr || !thinking.empty()) {
         static const Timing kNoTiming;
         LineWriter line(out, state, kNoTiming, api);
-        json::Writer& w = line.begin(event.text, carried);
+        json::Writer& w = line.begin(event.text, carried, {}, 0, thinking);
         json::key(w, "done");
         w.Bool(false);
         write_logprobs(w, lp);  // after done in both answers (every key between is omitempty)
         line.end();
-        state.content_seen = state.content_seen || !event.text.empty();
+        state.content_seen = state.content_seen || !event.text.empty() || !thinking.empty();
     }
     // Another dialect's tool calls come in pieces: a call is complete once the next one starts,
     // or the choice finishes.
@@ -275,7 +281,8 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
     const bool has_text = text != nullptr && text->IsString() && text->GetStringLength() > 0;
     canonical::Carried carried;
     std::vector<canonical::ToolCall> calls;
-    if (auto err = carry(doc, state.client, carried, &calls)) {
+    std::string thinking;
+    if (auto err = carry(doc, state.client, carried, &calls, &thinking)) {
         push_error(out, std::move(*err));
         return;
     }
@@ -295,8 +302,10 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
         return;
     }
     if (!done->GetBool()) {
-        if (has_text || !carried.empty() || !logprobs.empty() || !pieces.empty()) {
+        if (has_text || !carried.empty() || !logprobs.empty() || !pieces.empty() ||
+            !thinking.empty()) {
             StreamEvent& ev = out.emplace_back();
+            ev.reasoning = std::move(thinking);
             ev.text.assign(has_text ? json::view(*text) : std::string_view());
             ev.carried = std::move(carried);
             ev.logprobs = std::move(logprobs);
@@ -326,6 +335,7 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
     ev.carried = std::move(carried);
     ev.logprobs = std::move(logprobs);
     ev.tool_calls = std::move(pieces);
+    ev.reasoning = std::move(thinking);
     // Ollama has no terminator after the final object: it is the end.
     out.emplace_back().type = StreamEvent::Type::done;
 }

@@ -269,11 +269,15 @@ void write_tool_calls(json::Writer& w, const std::vector<canonical::ToolCall>& c
 std::optional<canonical::Error> carry(const json::Value& message, std::string_view prefix,
                                       std::optional<canonical::Dialect> client,
                                       canonical::Carried& out,
-                                      std::vector<canonical::ToolCall>* tool_calls) {
+                                      std::vector<canonical::ToolCall>* tool_calls,
+                                      std::string* reasoning) {
     if (!client || !message.IsObject()) {
         return std::nullopt;
     }
     if (*client != canonical::Dialect::openai_chat) {
+        if (reasoning != nullptr && canonical::takes_reasoning(*client)) {
+            read_reasoning(message, *reasoning);
+        }
         const json::Value* calls = json::find(message, "tool_calls");
         if (calls != nullptr && calls->IsArray() && !calls->Empty() && tool_calls != nullptr &&
             canonical::takes_tool_calls(*client)) {
@@ -298,6 +302,16 @@ std::optional<canonical::Error> carry(const json::Value& message, std::string_vi
                        [](const canonical::Extra& e) { return e.json == "null"; }),
         out.members.end());
     return std::nullopt;
+}
+
+void read_reasoning(const json::Value& message, std::string& out) {
+    const json::Value* r = json::find(message, "reasoning_content");
+    if (r == nullptr || !r->IsString()) {
+        r = json::find(message, "reasoning");
+    }
+    if (r != nullptr && r->IsString()) {
+        out.append(json::view(*r));
+    }
 }
 
 const canonical::Carried* own(const canonical::Carried& carried) {

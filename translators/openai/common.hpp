@@ -68,13 +68,18 @@ std::string_view route_finish_reason(canonical::FinishKind kind, Api api);
 // What only an OpenAI chat client takes from a chat answer's `message` (or a chunk's `delta`):
 // its members other than role and content (tool_calls, refusal, reasoning_content, ...), keyed
 // "<prefix><key>". For a client of another dialect, tool calls are read into `tool_calls` where
-// that client's encoder writes them (an Ollama chat client, whole answers: arguments that are
-// not a JSON object are an error, Ollama carries an object); elsewhere the error that says
-// they cannot be carried.
+// that client's encoder writes them (an Ollama or Anthropic client: arguments that are not a
+// JSON object are an error, those carry an object), and the reasoning into `reasoning`;
+// elsewhere the error that says they cannot be carried.
 std::optional<canonical::Error> carry(const json::Value& message, std::string_view prefix,
                                       std::optional<canonical::Dialect> client,
                                       canonical::Carried& out,
-                                      std::vector<canonical::ToolCall>* tool_calls = nullptr);
+                                      std::vector<canonical::ToolCall>* tool_calls = nullptr,
+                                      std::string* reasoning = nullptr);
+// A message's or delta's reasoning as vLLM, SGLang and llama.cpp write it: `reasoning_content`,
+// or `reasoning` (vLLM >= 0.11.1 writes both, the same text; newer releases only the second).
+// Appended to `out`.
+void read_reasoning(const json::Value& message, std::string& out);
 // A chunk's `delta.tool_calls` as pieces ([{"index", "id", "type", "function": {"name",
 // "arguments"}}], the first piece of a call with its id and name, the others with a fragment of
 // the arguments; TGI has written one object instead of a list, and arguments as an object).

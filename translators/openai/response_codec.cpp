@@ -161,6 +161,11 @@ void encode_response(const GenerationResult& result, const GenerationRequest& re
                 // the id back with the tool's result).
                 write_tool_calls(w, c.tool_calls, "call_" + result.id + "_");
             }
+            if (carried == nullptr && !c.reasoning.empty()) {
+                // Another dialect's reasoning, where vLLM, SGLang and llama.cpp put it.
+                json::key(w, "reasoning_content");
+                json::string(w, c.reasoning);
+            }
             w.EndObject();
         } else {
             json::key(w, "text");
@@ -243,8 +248,8 @@ Result<GenerationResult> decode_response(std::string_view body, const Generation
         if (api == Api::chat) {
             if (const json::Value* message = json::find(item, "message")) {
                 text = json::find(*message, "content");
-                if (auto lost =
-                        carry(*message, "message.", req.dialect, c.carried, &c.tool_calls)) {
+                if (auto lost = carry(*message, "message.", req.dialect, c.carried, &c.tool_calls,
+                                      &c.reasoning)) {
                     return std::move(*lost);
                 }
             }

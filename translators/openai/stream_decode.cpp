@@ -83,9 +83,14 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
         const json::Value* text = nullptr;
         canonical::Carried carried;
         std::vector<canonical::ToolCallDelta> tool_calls;
+        std::string reasoning;
         if (api == Api::chat) {
             if (const json::Value* delta = json::find(item, "delta")) {
                 text = json::find(*delta, "content");
+                if (state.client && *state.client != canonical::Dialect::openai_chat &&
+                    canonical::takes_reasoning(*state.client)) {
+                    read_reasoning(*delta, reasoning);
+                }
                 // A client of another dialect that has tool calls gets them translated; an
                 // OpenAI client gets them as they are (carried), the others an error.
                 const json::Value* calls = json::find(*delta, "tool_calls");
@@ -121,13 +126,14 @@ void decode_stream_event(std::string_view data, StreamState& state, std::vector<
             }
         }
         if (!has_text && !finish && !has_ids && !usage.prompt_tokens && carried.empty() &&
-            logprobs.empty() && tool_calls.empty()) {
+            logprobs.empty() && tool_calls.empty() && reasoning.empty()) {
             continue;
         }
         StreamEvent& ev = out.emplace_back();
         ev.logprobs = std::move(logprobs);
         ev.carried = std::move(carried);
         ev.tool_calls = std::move(tool_calls);
+        ev.reasoning = std::move(reasoning);
         if (has_ids) {
             for (const json::Value& id : ids->GetArray()) {
                 if (id.IsInt64()) {

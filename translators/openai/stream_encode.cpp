@@ -119,6 +119,26 @@ public:
         end(usage);
     }
 
+    // One chunk carrying a piece of choice `index`'s reasoning: {"reasoning_content": ...} as
+    // vLLM, SGLang and llama.cpp stream it.
+    void reasoning(int index, std::string_view text, const Usage* usage) {
+        begin();
+        w_.StartObject();
+        json::key(w_, "index");
+        w_.Int(index);
+        json::key(w_, "delta");
+        w_.StartObject();
+        json::key(w_, "reasoning_content");
+        json::string(w_, text);
+        w_.EndObject();
+        json::key(w_, "logprobs");
+        w_.Null();
+        json::key(w_, "finish_reason");
+        w_.Null();
+        w_.EndObject();
+        end(usage);
+    }
+
     // One chunk carrying pieces of choice `index`'s tool calls, as vLLM streams them: a call's
     // first piece with its id, type and name, each with the next fragment of its arguments.
     // `started`: how many of the choice's calls went out before (a piece past them starts one).
@@ -222,7 +242,7 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
     if (event.usage.completion_tokens) {
         c.completion_tokens = *event.usage.completion_tokens;
         c.tokens_exact = true;
-    } else if (!event.text.empty()) {
+    } else if (!event.text.empty() || !event.reasoning.empty() || !event.tool_calls.empty()) {
         ++c.completion_tokens;  // an estimate until the backend's usage report arrives
         c.tokens_exact = false;
     }
@@ -266,8 +286,9 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
     const size_t top = state.logprobs ? state.top_logprobs : SIZE_MAX;
     const bool tokens_now = !generated.empty() || (echoing && !event.prompt_logprobs.empty());
     const bool calls_now = api == Api::chat && !event.tool_calls.empty();
+    const bool reasoning_now = api == Api::chat && !event.reasoning.empty();
     if (text.empty() && echo_text.empty() && !tokens_now && !finishing && carried == nullptr &&
-        !calls_now) {
+        !calls_now && !reasoning_now) {
         return;
     }
     // Up to three chunks (role, text, finish) of ~200 bytes besides the text, id and model.
@@ -285,6 +306,10 @@ void encode_stream_event(const StreamEvent& event, StreamState& state, std::stri
     if (state.continuous_usage) {
         usage = running_usage(c, state);
         usage_ptr = &usage;
+    }
+    if (reasoning_now) {
+        chunks.reasoning(index, event.reasoning, usage_ptr);  // reasoning comes before the text
+        state.content_seen = true;
     }
     if (!text.empty() || !echo_text.empty() || tokens_now || carried != nullptr) {
         const bool prompt_entries = echoing && !event.prompt_logprobs.empty();

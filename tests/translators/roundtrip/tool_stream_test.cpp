@@ -307,3 +307,113 @@ TEST_CASE("streamed tool calls: Anthropic tool_use blocks reach OpenAI and Ollam
     CHECK(openai.find(R"("finish_reason":"tool_calls")") != std::string::npos);
     CHECK(openai.find(R"("id":"toolu_01","type":"function")") != std::string::npos);
 }
+
+// ---- Reasoning: vLLM/SGLang reasoning_content, Ollama thinking, Anthropic thinking blocks -----
+
+TEST_CASE("streamed reasoning reaches each chat dialect in its own place") {
+    // vLLM >= 0.11.1 writes both keys with the same text: it must not come out twice.
+    const std::vector<std::string> vllm = {
+        chunk(R"({"role":"assistant","content":""})"),
+        chunk(R"({"reasoning":"Let me ","reasoning_content":"Let me "})"),
+        chunk(R"({"reasoning": "think.", "reasoning_content": "think."})"),
+        chunk(R"({"content":"Hi."})"),
+        chunk("{}", R"("stop")"),
+        "[DONE]"};
+    SUBCASE("to Ollama: thinking lines before the content") {
+        const std::string out = relay(Dialect::openai_chat, Dialect::ollama_chat, vllm);
+        INFO(out);
+        std::string thinking;
+        std::string content;
+        for (const std::string& d : documents(out)) {
+            json::Document doc;
+            REQUIRE_FALSE(json::parse(d, doc));
+            const json::Value& m = *json::find(doc, "message");
+            if (const json::Value* t = json::find(m, "thinking")) {
+                CHECK(content.empty());
+                thinking += json::view(*t);
+            }
+            content += json::view(*json::find(m, "content"));
+        }
+        CHECK(thinking == "Let me think.");
+        CHECK(content == "Hi.");
+    }
+    SUBCASE("to Anthropic: a thinking block before the text block") {
+        const std::string out = relay(Dialect::openai_chat, Dialect::anthropic, vllm);
+        INFO(out);
+        CHECK(anthropic_events(out) ==
+              std::vector<std::string>{
+                  "message_start",
+                  R"(content_block_start 0 {"type":"thinking","thinking":"","signature":""})",
+                  R"(content_block_delta 0 {"type":"thinking_delta","thinking":"Let me "})",
+                  R"(content_block_delta 0 {"type":"thinking_delta","thinking":"think."})",
+                  "content_block_stop 0", R"(content_block_start 1 {"type":"text","text":""})",
+                  R"(content_block_delta 1 {"type":"text_delta","text":"Hi."})",
+                  "content_block_stop 1", R"(message_delta "end_turn")", "message_stop"});
+    }
+    SUBCASE("from Ollama and Anthropic to OpenAI: reasoning_content deltas") {
+        const std::vector<std::string> ollama = {
+            R"({"model":"m","created_at":"2024-07-22T20:33:28Z","message":{"role":"assistant",)"
+            R"("content":"","thinking":"Hmm."},"done":false})",
+            R"({"model":"m","created_at":"2024-07-22T20:33:28Z","message":{"role":"assistant",)"
+            R"("content":"Hi."},"done":false})",
+            R"({"model":"m","created_at":"2024-07-22T20:33:28Z","message":{"role":"assistant",)"
+            R"("content":""},"done_reason":"stop","done":true,"eval_count":3})"};
+        const std::vector<std::string> anthropic = {
+            R"({"type":"message_start","message":{"usage":{"input_tokens":9,"output_tokens":1}}})",
+            R"({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}})",
+            R"({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Hmm."}})",
+            R"({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB"}})",
+            R"({"type":"content_block_stop","index":0})",
+            R"({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}})",
+            R"({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hi."}})",
+            R"({"type":"content_block_stop","index":1})",
+            R"({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}})",
+            R"({"type":"message_stop"})"};
+        for (const auto& [backend, lines] :
+             {std::pair{Dialect::ollama_chat, ollama}, std::pair{Dialect::anthropic, anthropic}}) {
+            const std::string out = relay(backend, Dialect::openai_chat, lines);
+            INFO(out);
+            CHECK(out.find(R"("delta":{"reasoning_content":"Hmm."})") != std::string::npos);
+            CHECK(out.find(R"("delta":{"content":"Hi."})") >
+                  out.find(R"("delta":{"reasoning_content":"Hmm."})"));
+            CHECK(out.find("EqQB") == std::string::npos);  // the signature stays with Anthropic
+        }
+    }
+}
+
+TEST_CASE("whole answers: reasoning reaches each chat dialect in its own place") {
+    canonical::GenerationRequest req;
+    req.kind = canonical::RequestKind::chat;
+    req.model = "m";
+    const std::string vllm =
+        R"({"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,)"
+        R"("message":{"role":"assistant","content":"Hi.","reasoning":"Hmm.","reasoning_content":)"
+        R"("Hmm."},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":4,)"
+        R"("total_tokens":7}})";
+    auto encode_for = [&](Dialect backend, std::string_view body, Dialect client) {
+        req.dialect = client;
+        auto r = codec_for(backend).decode_response(body, req);
+        REQUIRE(r.ok());
+        std::string out;
+        codec_for(client).encode_response(*r, req, out);
+        return out;
+    };
+    CHECK(encode_for(Dialect::openai_chat, vllm, Dialect::ollama_chat)
+              .find(R"("message":{"role":"assistant","content":"Hi.","thinking":"Hmm."})") !=
+          std::string::npos);
+    CHECK(encode_for(Dialect::openai_chat, vllm, Dialect::anthropic)
+              .find(R"("content":[{"type":"thinking","thinking":"Hmm.","signature":""},)"
+                    R"({"type":"text","text":"Hi."}])") != std::string::npos);
+    const std::string anthropic =
+        R"({"id":"msg_1","type":"message","role":"assistant","model":"m","content":[)"
+        R"({"type":"thinking","thinking":"Hmm.","signature":"EqQB"},{"type":"text","text":"Hi."}],)"
+        R"("stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":4}})";
+    const std::string openai = encode_for(Dialect::anthropic, anthropic, Dialect::openai_chat);
+    CHECK(openai.find(R"("content":"Hi.","reasoning_content":"Hmm.")") != std::string::npos);
+    const std::string ollama =
+        R"({"model":"m","created_at":"2024-07-22T20:33:28Z","message":{"role":"assistant",)"
+        R"("content":"Hi.","thinking":"Hmm."},"done_reason":"stop","done":true,)"
+        R"("prompt_eval_count":3,"eval_count":4})";
+    CHECK(encode_for(Dialect::ollama_chat, ollama, Dialect::openai_chat)
+              .find(R"("content":"Hi.","reasoning_content":"Hmm.")") != std::string::npos);
+}
