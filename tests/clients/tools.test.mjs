@@ -244,3 +244,44 @@ describe('reasoning through infergate, each client against another dialect', () 
     assert.equal(thinking, REASONING);
   });
 });
+
+// Images: the emulator answers "images: <count>, bytes: <decoded bytes>" for the images that
+// reached it, so each client's image must arrive whole in the backend's own shape.
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg==';
+const PNG_BYTES = Buffer.from(PNG, 'base64').length;
+
+describe('images through infergate, each client against another dialect', () => {
+  for (const backend of ['ollama', 'anthropic']) {
+    test(`openai SDK: an image_url data URL reaches ${backend}`, async () => {
+      const s = await stack(backend);
+      const client = new OpenAI({ baseURL: `${s.proxy.base}/v1`, apiKey: 'x', maxRetries: 0 });
+      const done = await client.chat.completions.create({ model: MODEL, max_tokens: 20,
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } }] }] });
+      assert.equal(done.choices[0].message.content, `images: 1, bytes: ${PNG_BYTES}`);
+    });
+  }
+
+  test('anthropic SDK: an image block reaches a vLLM backend', async () => {
+    const s = await stack('openai');
+    const client = new Anthropic({ baseURL: s.proxy.base, apiKey: 'x', maxRetries: 0 });
+    const message = await client.messages.create({ model: MODEL, max_tokens: 20,
+      messages: [{ role: 'user', content: [
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
+        { type: 'text', text: 'Same?' }] }] });
+    assert.equal(message.content[0].text, `images: 2, bytes: ${2 * PNG_BYTES}`);
+  });
+
+  test('ollama client: images (bytes) reach vLLM and Anthropic backends', async () => {
+    for (const backend of ['openai', 'anthropic']) {
+      const s = await stack(backend);
+      const client = new Ollama({ host: s.proxy.base });
+      const done = await client.chat({ model: MODEL, stream: false,
+        options: { num_predict: 20 },
+        messages: [{ role: 'user', content: 'What is this?',
+          images: [Uint8Array.from(Buffer.from(PNG, 'base64'))] }] });
+      assert.equal(done.message.content, `images: 1, bytes: ${PNG_BYTES}`, backend);
+    }
+  });
+});

@@ -44,7 +44,8 @@ bool is_known_key(std::string_view key) {
 // Reads `content` (a string, or content blocks) into `text`. Non-text blocks (image, document,
 // tool_use, tool_result, thinking, ...) set `non_text`; their data is not representable.
 std::optional<canonical::Error> read_content(const json::Value& content, const std::string& path,
-                                             std::string& text, bool& non_text) {
+                                             std::string& text, bool& non_text,
+                                             bool* untranslated = nullptr) {
     if (content.IsString()) {
         text.assign(json::view(content));
         return std::nullopt;
@@ -66,6 +67,9 @@ std::optional<canonical::Error> read_content(const json::Value& content, const s
         }
         if (json::view(*type) != "text") {
             non_text = true;
+            if (untranslated != nullptr) {
+                *untranslated = true;
+            }
             continue;
         }
         const json::Value* t = json::find(block, "text");
@@ -77,17 +81,53 @@ std::optional<canonical::Error> read_content(const json::Value& content, const s
     return std::nullopt;
 }
 
+// An image block ({"type": "image", "source": {"type": "base64", "media_type", "data"} or
+// {"type": "url", "url"}}).
+std::optional<canonical::Error> read_image(const json::Value& block, const std::string& path,
+                                           ChatMessage& m) {
+    const json::Value* source = json::find(block, "source");
+    const json::Value* type =
+        source != nullptr && source->IsObject() ? json::find(*source, "type") : nullptr;
+    canonical::Image image;
+    image.at = m.content.size();
+    if (type != nullptr && type->IsString() && json::view(*type) == "base64") {
+        const json::Value* media = json::find(*source, "media_type");
+        const json::Value* data = json::find(*source, "data");
+        if (media == nullptr || !media->IsString() || data == nullptr || !data->IsString()) {
+            return bad_request(
+                "'" + path + ".source' must have a 'media_type' and base64 'data' strings",
+                path + ".source");
+        }
+        image.media_type.assign(json::view(*media));
+        image.data.assign(json::view(*data));
+    } else if (type != nullptr && type->IsString() && json::view(*type) == "url") {
+        const json::Value* url = json::find(*source, "url");
+        if (url == nullptr || !url->IsString()) {
+            return bad_request("'" + path + ".source.url' must be a string", path + ".source.url");
+        }
+        image.url.assign(json::view(*url));
+    } else {
+        return bad_request("'" + path +
+                               ".source' must be {\"type\": \"base64\", \"media_type\", "
+                               "\"data\"} or {\"type\": \"url\", \"url\"} (a file id "
+                               "lives at Anthropic only)",
+                           path + ".source");
+    }
+    m.images.push_back(std::move(image));
+    return std::nullopt;
+}
+
 // One message's content blocks, as canonical messages: an assistant turn's text, thinking and
 // tool_use blocks make one message (its calls' arguments the input object, compact); a user
 // turn's tool_result blocks make one `tool` message each, before a user message with the rest.
 // Other blocks (images, documents, redacted thinking, ...) set `non_text`.
 std::optional<canonical::Error> read_turn(const json::Value& content, const std::string& path,
                                           const std::string& role, std::vector<ChatMessage>& out,
-                                          bool& non_text) {
+                                          bool& non_text, bool& untranslated) {
     ChatMessage m;
     m.role = role;
     if (!content.IsArray()) {
-        if (auto e = read_content(content, path, m.content, non_text)) {
+        if (auto e = read_content(content, path, m.content, non_text, &untranslated)) {
             return e;
         }
         out.push_back(std::move(m));
@@ -134,6 +174,11 @@ std::optional<canonical::Error> read_turn(const json::Value& content, const std:
                 return bad_request("'" + at + ".thinking' must be a string", at + ".thinking");
             }
             m.reasoning.append(json::view(*t));
+        } else if (kind == "image") {
+            if (auto e = read_image(block, at, m)) {
+                return e;
+            }
+            non_text = true;
         } else if (kind == "tool_result" && role == "user") {
             const json::Value* id = json::find(block, "tool_use_id");
             if (id == nullptr || !id->IsString()) {
@@ -144,7 +189,8 @@ std::optional<canonical::Error> read_turn(const json::Value& content, const std:
             result.role = "tool";
             result.tool_call_id.assign(json::view(*id));
             if (const json::Value* c = json::find(block, "content"); c != nullptr && !c->IsNull()) {
-                if (auto e = read_content(*c, at + ".content", result.content, non_text)) {
+                if (auto e = read_content(*c, at + ".content", result.content, non_text,
+                                          &untranslated)) {
                     return e;
                 }
             }
@@ -156,6 +202,7 @@ std::optional<canonical::Error> read_turn(const json::Value& content, const std:
             ++results;
         } else {
             non_text = true;
+            untranslated = true;
         }
     }
     if (!m.content.empty() || !m.tool_calls.empty() || !m.reasoning.empty() || results == 0) {
@@ -299,14 +346,44 @@ void write_blocks(json::Writer& w, const GenerationRequest& req, const ChatMessa
         w.EndObject();
         return;
     }
-    if (!m.content.empty()) {
+    // Text blocks, and each image where it came in the text.
+    size_t from = 0;
+    auto text = [&](size_t to) {
+        to = std::min(to, m.content.size());
+        if (to > from) {
+            w.StartObject();
+            wire::key(w, "type");
+            wire::string(w, "text");
+            wire::key(w, "text");
+            wire::string(w, std::string_view(m.content).substr(from, to - from));
+            w.EndObject();
+            from = to;
+        }
+    };
+    for (const canonical::Image& image : m.images) {
+        text(image.at);
         w.StartObject();
         wire::key(w, "type");
-        wire::string(w, "text");
-        wire::key(w, "text");
-        wire::string(w, m.content);
+        wire::string(w, "image");
+        wire::key(w, "source");
+        w.StartObject();
+        if (!image.url.empty()) {
+            wire::key(w, "type");
+            wire::string(w, "url");
+            wire::key(w, "url");
+            wire::string(w, image.url);
+        } else {
+            wire::key(w, "type");
+            wire::string(w, "base64");
+            wire::key(w, "media_type");
+            wire::string(w, image.media_type);
+            wire::key(w, "data");
+            wire::string(w, image.data);
+        }
+        w.EndObject();
         w.EndObject();
     }
+    text(m.content.size());
     const size_t i = static_cast<size_t>(&m - req.messages.data());
     for (size_t j = 0; j < m.tool_calls.size(); ++j) {
         const canonical::ToolCall& c = m.tool_calls[j];
@@ -384,7 +461,8 @@ Result<GenerationRequest> AnthropicCodec::decode_request(std::string_view body) 
         system != nullptr && !system->IsNull()) {
         ChatMessage m;
         m.role = "system";
-        if (auto e = read_content(*system, "system", m.content, req.non_text_content)) {
+        if (auto e = read_content(*system, "system", m.content, req.non_text_content,
+                                  &req.untranslated_parts)) {
             return std::move(*e);
         }
         req.messages.push_back(std::move(m));
@@ -417,7 +495,7 @@ Result<GenerationRequest> AnthropicCodec::decode_request(std::string_view body) 
             return bad_request("'" + at + ".content' is required", at + ".content");
         }
         if (auto e = read_turn(*content, at + ".content", std::string(json::view(*role)),
-                               req.messages, req.non_text_content)) {
+                               req.messages, req.non_text_content, req.untranslated_parts)) {
             return std::move(*e);
         }
     }
@@ -447,18 +525,37 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
         return canonical::unsupported_setting(req.dialect, "n", "the Anthropic Messages API",
                                               "it returns one answer per request; send n = 1");
     }
-    if (req.non_text_content && req.dialect != Dialect::anthropic) {
+    if (req.untranslated_parts && req.dialect != Dialect::anthropic) {
         return bad_request(
-            "messages with non-text content parts (images, audio, files) cannot be translated "
-            "to the Anthropic Messages API; send text-only content",
+            "messages with non-text content parts other than images (audio, files) cannot be "
+            "translated to the Anthropic Messages API; send text and images",
             "messages");
     }
-    if (req.non_text_content) {
-        // Even from an Anthropic client: the canonical model kept only the text blocks.
+    if (req.non_text_content && req.dialect == Dialect::anthropic) {
+        // (A same-dialect pair is passed through; on a translated route the canonical model
+        // does not keep every block.)
         return bad_request(
-            "non-text content blocks (images, documents, tool use) cannot be forwarded through "
-            "the gateway yet; send text-only content",
+            "non-text content blocks (images, documents) cannot be re-encoded for an Anthropic "
+            "backend on a translated route; send them to POST /v1/messages, which passes them "
+            "as they are",
             "messages");
+    }
+    for (size_t i = 0; i < req.messages.size(); ++i) {
+        for (size_t j = 0; j < req.messages[i].images.size(); ++j) {
+            const canonical::Image& image = req.messages[i].images[j];
+            if (image.url.empty() && image.media_type != "image/png" &&
+                image.media_type != "image/jpeg" && image.media_type != "image/gif" &&
+                image.media_type != "image/webp") {
+                const std::string param =
+                    "messages[" + std::to_string(i) + "].images[" + std::to_string(j) + "]";
+                return bad_request("'" + param + "' (" +
+                                       (image.media_type.empty() ? std::string("of unknown type")
+                                                                 : image.media_type) +
+                                       ") is not a PNG, JPEG, GIF or WebP image, the kinds the "
+                                       "Anthropic Messages API takes",
+                                   param);
+            }
+        }
     }
     if (s.temperature && (*s.temperature < 0 || *s.temperature > 1)) {
         const std::string param = canonical::client_param(req.dialect, "temperature");
@@ -577,7 +674,8 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
             turns.push_back({role, {}, false});
         }
         turns.back().parts.push_back(&m);
-        turns.back().blocks = turns.back().blocks || m.role == "tool" || !m.tool_calls.empty();
+        turns.back().blocks =
+            turns.back().blocks || m.role == "tool" || !m.tool_calls.empty() || !m.images.empty();
     }
     if (turns.empty()) {
         return bad_request("the Anthropic Messages API needs at least one user message",

@@ -285,6 +285,51 @@ std::optional<Error> check_function_tools(std::string_view json, std::string_vie
     return std::nullopt;
 }
 
+std::string_view sniff_image_type(std::string_view base64) {
+    // The first 12 bytes (16 base64 characters) tell every format taken.
+    unsigned char head[12] = {};
+    size_t n = 0;
+    uint32_t bits = 0;
+    int have = 0;
+    for (size_t i = 0; i < base64.size() && i < 16; ++i) {
+        const char c = base64[i];
+        int v = -1;
+        if (c >= 'A' && c <= 'Z') {
+            v = c - 'A';
+        } else if (c >= 'a' && c <= 'z') {
+            v = c - 'a' + 26;
+        } else if (c >= '0' && c <= '9') {
+            v = c - '0' + 52;
+        } else if (c == '+' || c == '-') {
+            v = 62;
+        } else if (c == '/' || c == '_') {
+            v = 63;
+        } else {
+            break;
+        }
+        bits = (bits << 6) | static_cast<uint32_t>(v);
+        have += 6;
+        if (have >= 8) {
+            have -= 8;
+            head[n++] = static_cast<unsigned char>(bits >> have);
+        }
+    }
+    const std::string_view b(reinterpret_cast<const char*>(head), n);
+    if (b.starts_with("\x89PNG\r\n\x1a\n")) {
+        return "image/png";
+    }
+    if (b.starts_with("\xff\xd8\xff")) {
+        return "image/jpeg";
+    }
+    if (b.starts_with("GIF87a") || b.starts_with("GIF89a")) {
+        return "image/gif";
+    }
+    if (n >= 12 && b.starts_with("RIFF") && b.substr(8, 4) == "WEBP") {
+        return "image/webp";
+    }
+    return {};
+}
+
 namespace {
 
 // An Anthropic client's tools ([{name, description, input_schema, cache_control, type}]) as

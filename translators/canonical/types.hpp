@@ -96,6 +96,21 @@ struct ToolCall {
     bool operator==(const ToolCall&) const = default;
 };
 
+// An image in a chat message: base64 bytes with their media type, or a URL (an OpenAI
+// `image_url` part, an Ollama `images` entry, an Anthropic `image` block).
+struct Image {
+    std::string media_type;  // image/png, image/jpeg, ...; empty when unknown (base64 only)
+    std::string data;        // base64, without a data: prefix
+    std::string url;         // set instead of `data` for an image given by URL
+    size_t at = 0;           // where in the message's `content` it came (between its text parts)
+
+    bool operator==(const Image&) const = default;
+};
+
+// The media type of base64 image bytes from their first bytes (PNG, JPEG, GIF, WebP: what
+// Anthropic, OpenAI and Ollama's vision models take); empty for anything else.
+std::string_view sniff_image_type(std::string_view base64);
+
 struct ChatMessage {
     std::string role;     // system, developer, user, assistant, tool
     std::string content;  // text parts joined
@@ -112,6 +127,7 @@ struct ChatMessage {
     // (images, audio, files): an encoder of the client's own family writes them back as they
     // were; the others refuse the request (non_text_content).
     std::string parts_json;
+    std::vector<Image> images;  // in the order the client sent them
 
     bool operator==(const ChatMessage&) const = default;
 };
@@ -200,6 +216,10 @@ struct GenerationRequest {
 
     bool echo = false;        // OpenAI completions: prepend the prompt to the output
     bool non_text_content = false;  // chat content had non-text parts (images, audio, ...)
+    // Parts the chat dialects do not translate (audio, files, documents): refused by every
+    // backend of another family. Images are translated (ChatMessage::images) where the backend
+    // takes them; the others refuse them through non_text_content.
+    bool untranslated_parts = false;
 
     bool stream = false;
     bool include_usage = false;     // OpenAI stream_options.include_usage

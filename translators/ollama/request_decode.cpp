@@ -253,11 +253,23 @@ OptErr read_messages(const json::Value& doc, GenerationRequest& req) {
         if (!role || role->empty()) {
             return bad_request("'" + path + ".role' is required", path + ".role");
         }
+        ChatMessage& msg = req.messages.emplace_back();
         if (const json::Value* images = json::find(m, "images");
             images != nullptr && images->IsArray() && !images->Empty()) {
+            // Base64 strings (the clients encode files and bytes so); their type from their
+            // first bytes, as the model runner finds it.
             req.non_text_content = true;
+            for (rapidjson::SizeType j = 0; j < images->Size(); ++j) {
+                const json::Value& image = (*images)[j];
+                if (!image.IsString()) {
+                    const std::string at = path + ".images[" + std::to_string(j) + "]";
+                    return bad_request("'" + at + "' must be a base64 string", at);
+                }
+                canonical::Image& out = msg.images.emplace_back();
+                out.data.assign(json::view(image));
+                out.media_type.assign(canonical::sniff_image_type(out.data));
+            }
         }
-        ChatMessage& msg = req.messages.emplace_back();
         msg.role = std::move(*role);
         msg.content = content.value_or("");
         // A tool result names the tool it answers (Ollama's tool_name).
@@ -305,7 +317,8 @@ Result<GenerationRequest> decode_request(std::string_view body, Api api) {
     }
     if (const json::Value* images = json::find(doc, "images");
         images != nullptr && images->IsArray() && !images->Empty()) {
-        req.non_text_content = true;
+        req.non_text_content = true;  // /api/generate's: not translated
+        req.untranslated_parts = true;
     }
     if (auto e = read_options(doc, req)) {
         return std::move(*e);

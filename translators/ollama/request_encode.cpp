@@ -124,11 +124,24 @@ std::optional<canonical::Error> check(const GenerationRequest& req, const Sampli
         return bad_request("the request has no messages to send; send at least one message",
                            "messages");
     }
-    if (req.non_text_content) {
+    if (req.untranslated_parts) {
         return bad_request(
-            "images and other non-text content are not translated to an Ollama backend yet; "
-            "send text-only content",
+            "non-text content other than chat images (audio, files, documents, /api/generate's "
+            "images) is not translated to an Ollama backend; send text and chat images",
             "messages");
+    }
+    for (size_t i = 0; i < req.messages.size(); ++i) {
+        for (size_t j = 0; j < req.messages[i].images.size(); ++j) {
+            if (!req.messages[i].images[j].url.empty()) {
+                const std::string param =
+                    "messages[" + std::to_string(i) + "].images[" + std::to_string(j) + "]";
+                return bad_request("'" + param +
+                                       "' is an image URL: an Ollama backend takes the image's "
+                                       "bytes, and infergate does not fetch URLs; send it as "
+                                       "base64 (a data URL)",
+                                   param);
+            }
+        }
     }
     static constexpr std::string_view kBackend = "an Ollama backend";
     // Generated tokens only (logprobs, top_logprobs up to 20); no prompt logprobs. An echo
@@ -286,6 +299,14 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
             if (!m.reasoning.empty()) {
                 json::key(w, "thinking");
                 json::string(w, m.reasoning);
+            }
+            if (!m.images.empty()) {
+                json::key(w, "images");  // base64 (URLs refused above)
+                w.StartArray();
+                for (const canonical::Image& image : m.images) {
+                    json::string(w, image.data);
+                }
+                w.EndArray();
             }
             if (!m.tool_calls.empty()) {
                 write_tool_calls(w, m.tool_calls,

@@ -145,6 +145,38 @@ constexpr std::string_view kRoles[] = {"system", "developer", "user", "assistant
 // One message's content: a string, null, or an array of parts whose text parts are joined with
 // "\n" (as vLLM joins them before applying the chat template). Non-text parts are only flagged:
 // a same-dialect pass-through forwards them untouched; a translation refuses the request.
+// An image_url part ({"type": "image_url", "image_url": {"url", "detail"}}): a data URL's
+// base64 bytes and media type, or the URL. `detail` is a resolution hint vLLM and SGLang do not
+// read either; it stays behind.
+std::optional<canonical::Error> read_image(const json::Value& part, const std::string& path,
+                                           ChatMessage& msg) {
+    const json::Value* image = json::find(part, "image_url");
+    const json::Value* url =
+        image != nullptr && image->IsObject() ? json::find(*image, "url") : image;
+    if (url == nullptr || !url->IsString()) {
+        return bad_request("'" + path + ".image_url.url' must be a string (a URL or a data URL)",
+                           path + ".image_url.url");
+    }
+    const std::string_view u = json::view(*url);
+    canonical::Image& out = msg.images.emplace_back();
+    out.at = msg.content.size();
+    if (!u.starts_with("data:")) {
+        out.url.assign(u);
+        return std::nullopt;
+    }
+    const size_t comma = u.find(',');
+    const std::string_view head = u.substr(5, comma == std::string_view::npos ? 0 : comma - 5);
+    if (comma == std::string_view::npos || !head.ends_with(";base64")) {
+        return bad_request("'" + path +
+                               ".image_url.url' is a data URL without base64 data; send "
+                               "data:<media type>;base64,<bytes>",
+                           path + ".image_url.url");
+    }
+    out.media_type.assign(head.substr(0, head.find(';')));
+    out.data.assign(u.substr(comma + 1));
+    return std::nullopt;
+}
+
 std::optional<canonical::Error> decode_content(const json::Value& content, const std::string& path,
                                                ChatMessage& msg, GenerationRequest& req) {
     if (content.IsNull()) {
@@ -173,10 +205,18 @@ std::optional<canonical::Error> decode_content(const json::Value& content, const
                                part_path + ".type");
         }
         if (json::view(*type) != "text") {
-            // Kept whole for a backend of the OpenAI family; any other refuses the request.
+            // Kept whole for a backend of the OpenAI family; images are translated for the
+            // others (ChatMessage::images), other parts refuse the request there.
             req.non_text_content = true;
             if (msg.parts_json.empty()) {
                 msg.parts_json = json::to_string(content);
+            }
+            if (json::view(*type) == "image_url") {
+                if (auto e = read_image(part, part_path, msg)) {
+                    return e;
+                }
+            } else {
+                req.untranslated_parts = true;
             }
             continue;
         }

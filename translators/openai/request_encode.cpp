@@ -62,6 +62,43 @@ std::optional<canonical::Error> write_prompt(json::Writer& w, const GenerationRe
     return std::nullopt;
 }
 
+// A message's text and images as content parts, each image where it came in the text: text
+// parts between them, image_url parts with the URL or a data URL.
+void write_parts(json::Writer& w, const ChatMessage& m) {
+    w.StartArray();
+    size_t from = 0;
+    auto text = [&](size_t to) {
+        to = std::min(to, m.content.size());
+        if (to > from) {
+            w.StartObject();
+            json::key(w, "type");
+            json::string(w, "text");
+            json::key(w, "text");
+            json::string(w, std::string_view(m.content).substr(from, to - from));
+            w.EndObject();
+            from = to;
+        }
+    };
+    for (const canonical::Image& image : m.images) {
+        text(image.at);
+        w.StartObject();
+        json::key(w, "type");
+        json::string(w, "image_url");
+        json::key(w, "image_url");
+        w.StartObject();
+        json::key(w, "url");
+        if (!image.url.empty()) {
+            json::string(w, image.url);
+        } else {
+            json::string(w, "data:" + image.media_type + ";base64," + image.data);
+        }
+        w.EndObject();
+        w.EndObject();
+    }
+    text(m.content.size());
+    w.EndArray();
+}
+
 void write_messages(json::Writer& w, const GenerationRequest& req) {
     json::key(w, "messages");
     w.StartArray();
@@ -72,6 +109,8 @@ void write_messages(json::Writer& w, const GenerationRequest& req) {
         json::key(w, "content");
         if (!m.parts_json.empty()) {
             json::write_raw(w, m.parts_json);  // an OpenAI client's parts, images included
+        } else if (!m.images.empty()) {
+            write_parts(w, m);  // another dialect's images, where they came among the text
         } else if (m.content.empty() && !m.tool_calls.empty()) {
             w.Null();  // an assistant turn that only calls tools, as OpenAI writes it
         } else {
@@ -248,12 +287,26 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
             "chat template; route raw-prompt requests to a completions backend",
             "prompt");
     }
-    if (api == Api::chat && req.non_text_content &&
-        req.dialect != canonical::Dialect::openai_chat) {
-        return bad_request(
-            "messages with non-text content parts (images, audio, files) cannot "
-            "be translated to another dialect; send text-only content",
-            "messages");
+    if (api == Api::chat && req.dialect != canonical::Dialect::openai_chat) {
+        if (req.untranslated_parts) {
+            return bad_request(
+                "messages with non-text content parts other than images (audio, files, "
+                "documents) cannot be translated to another dialect; send text and images",
+                "messages");
+        }
+        for (size_t i = 0; i < req.messages.size(); ++i) {
+            for (size_t j = 0; j < req.messages[i].images.size(); ++j) {
+                const canonical::Image& image = req.messages[i].images[j];
+                if (image.url.empty() && image.media_type.empty()) {
+                    const std::string param =
+                        "messages[" + std::to_string(i) + "].images[" + std::to_string(j) + "]";
+                    return bad_request("'" + param +
+                                           "' is not a PNG, JPEG, GIF or WebP image, the kinds "
+                                           "an OpenAI-compatible vision model takes",
+                                       param);
+                }
+            }
+        }
     }
     const SamplingParams* sampling = shared_sampling(req);
     if (sampling == nullptr) {

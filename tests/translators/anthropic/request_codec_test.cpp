@@ -214,7 +214,8 @@ TEST_CASE("anthropic encode_request: what cannot be translated is a 400") {
     r.messages = {infergate::canonical::text_message("system", "only a system prompt")};
     check_refused(r, "messages");
     r = base;
-    r.non_text_content = true;
+    r.non_text_content = true;  // parts other than images (audio, files)
+    r.untranslated_parts = true;
     check_refused(r, "messages");
     r.dialect = Dialect::anthropic;
     check_refused(r, "messages");

@@ -242,6 +242,7 @@ TEST_CASE("ollama upstream: what cannot be translated is a clear 400") {
     r.prompts.clear();
     expect_400(r, "messages", "no messages");
     r.messages.push_back(infergate::canonical::text_message("user", "x"));
-    r.non_text_content = true;
+    r.non_text_content = true;  // parts other than chat images
+    r.untranslated_parts = true;
     expect_400(r, "messages", "non-text");
 }

@@ -188,7 +188,7 @@ TEST_SUITE("openai request encode (upstream)") {
 
     TEST_CASE("non-text content is refused only when translating") {
         auto req = decode_ok(chat(), R"({"messages":[{"role":"user","content":[
-            {"type":"image_url","image_url":{"url":"x"}}]}]})");
+            {"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}]}]})");
         CHECK(chat().encode_request(req, {}).ok());
         req.dialect = Dialect::sglang;  // as if another dialect produced it
         auto r = chat().encode_request(req, {});

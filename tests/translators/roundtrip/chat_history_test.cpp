@@ -132,8 +132,89 @@ TEST_CASE("OpenAI chat: non-text content parts reach an OpenAI-family layer as t
     CHECK(messages_of(encode(Dialect::openai_chat, req, Flavor::tgi)) ==
           R"([{"role":"user","content":[{"type":"text","text":"What is this?"},)"
           R"({"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}])");
-    // Where the parts cannot go, the request is refused, as before.
-    CHECK(refusal(Dialect::anthropic, req).param == "messages");
+    // Images go to the other families in their shapes (below); other parts are refused.
+    const GenerationRequest audio = decode(Dialect::openai_chat, R"({"model":"m","messages":[
+      {"role":"user","content":[{"type":"input_audio","input_audio":{"data":"AAAA",
+        "format":"wav"}}]}]})");
+    CHECK(refusal(Dialect::anthropic, audio).param == "messages");
+    CHECK(refusal(Dialect::ollama_chat, audio).param == "messages");
+}
+
+// 1x1 PNG, and the first bytes of a JPEG.
+constexpr std::string_view kPng =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg"
+    "==";
+
+TEST_CASE("images: OpenAI parts, Ollama images and Anthropic image blocks, each to the others") {
+    const std::string png(kPng);
+    const GenerationRequest openai =
+        decode(Dialect::openai_chat,
+               R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":[)"
+               R"({"type":"text","text":"Compare"},{"type":"image_url","image_url":)"
+               R"({"url":"data:image/png;base64,)" +
+                   png +
+                   R"(","detail":"low"}},{"type":"text","text":"with"},)"
+                   R"({"type":"image_url","image_url":{"url":"https://x.test/a.jpg"}}]}]})");
+    // Anthropic: blocks in the order sent (texts split where the images came).
+    CHECK(messages_of(encode(Dialect::anthropic, openai)) ==
+          R"([{"role":"user","content":[{"type":"text","text":"Compare"},)"
+          R"({"type":"image","source":{"type":"base64","media_type":"image/png","data":")" +
+              png +
+              R"("}},{"type":"text","text":"\nwith"},)"
+              R"({"type":"image","source":{"type":"url","url":"https://x.test/a.jpg"}}]}])");
+    // Ollama takes bytes only: a URL is refused, named; base64 goes as it is.
+    CHECK(refusal(Dialect::ollama_chat, openai).param == "messages[0].images[1]");
+    GenerationRequest base64_only = openai;
+    base64_only.messages[0].images.pop_back();
+    CHECK(messages_of(encode(Dialect::ollama_chat, base64_only)) ==
+          R"([{"role":"user","content":"Compare\nwith","images":[")" + png + R"("]}])");
+
+    const GenerationRequest ollama = decode(
+        Dialect::ollama_chat, R"({"model":"m","messages":[{"role":"user","content":"What is it?",)"
+                              R"("images":[")" +
+                                  png + R"("]}]})");
+    CHECK(messages_of(encode(Dialect::openai_chat, ollama)) ==
+          R"([{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;)"
+          R"(base64,)" +
+              png + R"("}},{"type":"text","text":"What is it?"}]}])");
+    CHECK(messages_of(encode(Dialect::anthropic, ollama)) ==
+          R"([{"role":"user","content":[{"type":"image","source":{"type":"base64",)"
+          R"("media_type":"image/png","data":")" +
+              png + R"("}},{"type":"text","text":"What is it?"}]}])");
+    // Bytes that are no image a vision model takes are refused where a type must be named.
+    const GenerationRequest unknown =
+        decode(Dialect::ollama_chat,
+               R"({"model":"m","messages":[{"role":"user","content":"x","images":["AAAAAAAA"]}]})");
+    CHECK(refusal(Dialect::openai_chat, unknown).param == "messages[0].images[0]");
+    CHECK(refusal(Dialect::anthropic, unknown).param == "messages[0].images[0]");
+
+    const GenerationRequest anthropic = decode(
+        Dialect::anthropic, R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":[)"
+                            R"({"type":"image","source":{"type":"base64","media_type":"image/png",)"
+                            R"("data":")" +
+                                png + R"("}},{"type":"text","text":"What is it?"}]}]})");
+    CHECK(messages_of(encode(Dialect::ollama_chat, anthropic)) ==
+          R"([{"role":"user","content":"What is it?","images":[")" + png + R"("]}])");
+    CHECK(messages_of(encode(Dialect::openai_chat, anthropic)) ==
+          R"([{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;)"
+          R"(base64,)" +
+              png + R"("}},{"type":"text","text":"What is it?"}]}])");
+    const GenerationRequest document =
+        decode(Dialect::anthropic,
+               R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":[)"
+               R"({"type":"document","source":{"type":"text","media_type":"text/plain",)"
+               R"("data":"x"}}]}]})");
+    CHECK(refusal(Dialect::openai_chat, document).param == "messages");
+}
+
+TEST_CASE("sniff_image_type: the formats vision models take, by their first bytes") {
+    CHECK(canonical::sniff_image_type(kPng) == "image/png");
+    CHECK(canonical::sniff_image_type("/9j/4AAQSkZJRgABAQ") == "image/jpeg");
+    CHECK(canonical::sniff_image_type("R0lGODlhAQABAIAAAP") == "image/gif");
+    CHECK(canonical::sniff_image_type("UklGRiQAAABXRUJQVlA4IBgAAAAw") == "image/webp");
+    CHECK(canonical::sniff_image_type("UklGRiQAAABXQVZF") == "");  // RIFF WAVE
+    CHECK(canonical::sniff_image_type("") == "");
+    CHECK(canonical::sniff_image_type("%PDF") == "");
 }
 
 TEST_CASE("OpenAI chat to Ollama: tool calls become objects, tool results name their tool") {
