@@ -471,6 +471,56 @@ class TestRealEngineErrors(_RealEngine):
         self.assertEqual(generated, 0)
 
 
+class TestRealEngineTools(_RealEngine):
+    """Tool calls from the real engine (llama-server --jinja: with tool_choice "required" its
+    grammar makes even the tiny model call the tool) reach clients of the other chat dialects
+    in their shapes. What the engine itself does was found this way: it writes an empty `id`,
+    it refuses a function without a `description` (a 500), and this build refuses tools in a
+    stream ("Cannot use tools with stream"), which must reach the client as an error."""
+
+    ENGINE_ARGS = ["--jinja"]
+    TOOL = {"name": "set_flag", "description": "Set the flag",
+            "input_schema": {"type": "object", "properties": {"ok": {"type": "boolean"}},
+                             "required": ["ok"], "additionalProperties": False}}
+
+    def anthropic(self, stream: bool = False):
+        return request(self.port, "POST", "/v1/messages",
+                       {"model": ALIAS, "max_tokens": 200, "stream": stream, "temperature": 0,
+                        "tools": [self.TOOL], "tool_choice": {"type": "any"},
+                        "messages": [{"role": "user", "content": "Set it."}]},
+                       {"anthropic-version": "2023-06-01"}, timeout=120)
+
+    def test_anthropic_client_gets_a_tool_use_block(self):
+        direct = request(self.engine.port, "POST", "/v1/chat/completions",
+                         {"model": ALIAS, "max_tokens": 200, "temperature": 0,
+                          "tool_choice": "required",
+                          "tools": [{"type": "function", "function": {
+                              "name": "set_flag", "description": "Set the flag",
+                              "parameters": self.TOOL["input_schema"]}}],
+                          "messages": [{"role": "user", "content": "Set it."}]}, timeout=120)
+        self.assertEqual(direct.status, 200, direct.body[:300])
+        call = direct.json()["choices"][0]["message"]["tool_calls"][0]
+        r = self.anthropic()
+        self.assertEqual(r.status, 200, r.body[:300])
+        doc = r.json()
+        self.assertEqual(doc["stop_reason"], "tool_use")
+        uses = [b for b in doc["content"] if b["type"] == "tool_use"]
+        self.assertEqual(len(uses), 1, doc)
+        self.assertEqual(uses[0]["name"], "set_flag")
+        # The engine's own call, its arguments as Anthropic's input object.
+        self.assertEqual(uses[0]["input"], json.loads(call["function"]["arguments"]))
+        self.assertTrue(uses[0]["id"].startswith("toolu_"), uses[0])  # the engine gave ""
+        self.assertIsInstance(uses[0]["input"]["ok"], bool)
+
+    def test_tools_in_a_stream_are_the_engines_error_not_a_silent_answer(self):
+        r = self.anthropic(stream=True)
+        if r.status == 200:
+            self.assertIn(b"event: error", r.body)
+            self.assertIn(b"Cannot use tools with stream", r.body)
+        else:
+            self.assertIn("Cannot use tools with stream", r.json()["error"]["message"])
+
+
 class TestRealEngineLogprobs(_RealEngine):
     """Log probabilities from the real engine (n_probs, and its chat route's logprobs) reach every
     client in its dialect: the same tokens, and the engine's logprobs (to 1e-3: two runs of the
