@@ -72,6 +72,24 @@ std::string_view to_string(OutcomeLabel o) {
     return "unknown";
 }
 
+std::string_view to_string(FinishLabel f) {
+    switch (f) {
+        case FinishLabel::none:
+            return "none";
+        case FinishLabel::stop:
+            return "stop";
+        case FinishLabel::length:
+            return "length";
+        case FinishLabel::tool_calls:
+            return "tool_calls";
+        case FinishLabel::content_filter:
+            return "content_filter";
+        case FinishLabel::kCount:
+            break;
+    }
+    return "none";
+}
+
 std::string_view to_string(UpstreamErrorKind k) {
     switch (k) {
         case UpstreamErrorKind::connect:
@@ -113,6 +131,7 @@ WorkerMetrics::WorkerMetrics(const Metrics& owner) : owner_(owner) {
     requests_ = std::make_unique<Counter[]>(series_count * kOutcomes * kStatusClassCount);
     tokens_ = std::make_unique<Counter[]>(series_count * kTokenKinds);
     tokens_unknown_ = std::make_unique<Counter[]>(series_count * kUnknownKinds);
+    finishes_ = std::make_unique<Counter[]>(series_count * kFinishes);
     histograms_ = std::make_unique<Histogram[]>(kKinds * series_count);
     for (size_t k = 0; k < kKinds; ++k) {
         for (size_t s = 0; s < series_count; ++s) {
@@ -148,6 +167,9 @@ void WorkerMetrics::request_finished(const RequestRecord& r) {
     const size_t s = series(r.route, r.model_slot);
     const size_t outcome = std::min(static_cast<size_t>(r.outcome), kOutcomes - 1);
     requests_[(s * kOutcomes + outcome) * kStatusClassCount + status_class(r.status)].add(1);
+    if (r.finish != FinishLabel::none) {
+        finishes_[s * kFinishes + std::min(static_cast<size_t>(r.finish), kFinishes - 1)].add(1);
+    }
 
     auto observe = [&](Kind k, double value) {
         histograms_[k * series_count + s].observe(bounds_of(k), value);

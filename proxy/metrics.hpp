@@ -55,7 +55,18 @@ enum class UpstreamErrorKind : uint8_t {
     status_5xx,
     kCount
 };
+// How the answer ended (its first choice's finish, or tool_calls when any choice called a
+// tool): the bounded label that tells tool-call turns apart.
+enum class FinishLabel : uint8_t {
+    none,  // no finish seen (an error, a stream cut short, a backend that does not say)
+    stop,
+    length,
+    tool_calls,
+    content_filter,
+    kCount
+};
 std::string_view to_string(RouteLabel r);
+std::string_view to_string(FinishLabel f);
 std::string_view to_string(OutcomeLabel o);
 std::string_view to_string(UpstreamErrorKind k);
 
@@ -64,6 +75,7 @@ struct RequestRecord {
     RouteLabel route = RouteLabel::openai_completions;
     int model_slot = 0;  // from Metrics::model_slot()
     OutcomeLabel outcome = OutcomeLabel::ok;
+    FinishLabel finish = FinishLabel::none;
     int status = 200;  // the status sent; 0 when none was (label status_class="none")
     bool streamed = false;
     double e2e_seconds = 0;                // received → last byte sent
@@ -121,6 +133,7 @@ private:
     std::unique_ptr<Counter[]> requests_;        // [route][model][outcome][status class]
     std::unique_ptr<Counter[]> tokens_;          // [route][model][prompt, completion, cached]
     std::unique_ptr<Counter[]> tokens_unknown_;  // [route][model][input, output]
+    std::unique_ptr<Counter[]> finishes_;        // [route][model][finish]
     std::unique_ptr<Histogram[]> histograms_;    // [kind][route][model]
     std::unique_ptr<Histogram[]> overhead_;      // [route]
     Histogram upstream_connect_;

@@ -14,6 +14,7 @@ namespace infergate::metrics_detail {
 inline constexpr size_t kRoutes = static_cast<size_t>(RouteLabel::kCount);
 inline constexpr size_t kOutcomes = static_cast<size_t>(OutcomeLabel::kCount);
 inline constexpr size_t kErrorKinds = static_cast<size_t>(UpstreamErrorKind::kCount);
+inline constexpr size_t kFinishes = static_cast<size_t>(FinishLabel::kCount);
 
 // "none": no status line was sent (the client left first, or the exchange never got that far).
 inline constexpr std::array<std::string_view, 5> kStatusClasses = {"2xx", "3xx", "4xx", "5xx",

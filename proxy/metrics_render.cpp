@@ -267,6 +267,29 @@ std::string Metrics::render() const {
                   "Prompt tokens served from the backend's prefix cache, where it reports them.",
                   kCached);
     {
+        MetricFamily f = family("infergate_finish_reasons_total",
+                                "Answers by how the generation ended (tool_calls: the model "
+                                "called a tool), in any dialect's words mapped to these.",
+                                MetricType::Counter);
+        for (size_t s = 0; s < series_count; ++s) {
+            if (!series_live(s)) {
+                continue;
+            }
+            for (size_t k = 1; k < kFinishes; ++k) {
+                const uint64_t v = sum_counter(&WorkerMetrics::finishes_, s * kFinishes + k);
+                if (v == 0) {
+                    continue;
+                }
+                ClientMetric m;
+                m.label = infergate_labels(s);
+                m.label.push_back(label("finish_reason", to_string(static_cast<FinishLabel>(k))));
+                m.counter.value = static_cast<double>(v);
+                f.metric.push_back(std::move(m));
+            }
+        }
+        out.push_back(std::move(f));
+    }
+    {
         MetricFamily f = family("infergate_requests_tokens_unknown_total",
                                 "Answered (2xx) requests whose token count the backend did not "
                                 "report, by token type; they are not in the token counters.",

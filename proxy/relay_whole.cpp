@@ -20,6 +20,7 @@ Task<bool> pass_through(Generation& g, std::string response) {
         co_return co_await g.refuse_answer(checked.error());
     }
     g.meter.note_usage(*checked);
+    g.meter.note_finish(translators::passthrough_finish(response));
     if (g.upstream_model != g.client_model) {
         // The name the client used, whatever the backend answers with (an alias, or a dated
         // version of the model it was sent).
@@ -69,6 +70,9 @@ Task<bool> relay_whole(Generation& g) {
     }
     g.back.read_response_headers(g.upstream.headers(), r);
     g.meter.note_usage(r.usage);
+    for (const canonical::Choice& c : r.choices) {
+        g.meter.note_finish(c.finish.kind);
+    }
     r.created = unix_seconds();
     if (r.id.empty() || g.front.dialect() != g.back.dialect()) {
         r.id = g.new_id();
@@ -137,6 +141,9 @@ Task<bool> relay_gather(Generation& g) {
         result.usage = state.aggregate_usage();
     }
     g.meter.note_usage(result.usage);
+    for (const canonical::Choice& c : result.choices) {
+        g.meter.note_finish(c.finish.kind);
+    }
     co_return co_await send_result(g, result);
 }
 

@@ -152,6 +152,30 @@ void RequestMeter::note_content(int64_t tokens) {
     last_content_ = now;
 }
 
+void RequestMeter::note_finish(canonical::FinishKind kind) {
+    FinishLabel label = FinishLabel::none;
+    switch (kind) {
+        case canonical::FinishKind::stop:
+            label = FinishLabel::stop;
+            break;
+        case canonical::FinishKind::length:
+            label = FinishLabel::length;
+            break;
+        case canonical::FinishKind::tool_calls:
+            label = FinishLabel::tool_calls;
+            break;
+        case canonical::FinishKind::content_filter:
+            label = FinishLabel::content_filter;
+            break;
+        case canonical::FinishKind::none:
+        case canonical::FinishKind::abort:
+            return;
+    }
+    if (record_.finish == FinishLabel::none || label == FinishLabel::tool_calls) {
+        record_.finish = label;
+    }
+}
+
 void RequestMeter::note_usage(const canonical::Usage& usage) {
     record_.prompt_tokens = usage.prompt_tokens;
     record_.completion_tokens = usage.completion_tokens;

@@ -71,6 +71,8 @@ public:
     // Content-bearing bytes carrying `tokens` tokens are about to leave for the client.
     void note_content(int64_t tokens);
     void note_usage(const canonical::Usage& usage);
+    // A choice's finish: the first one names the answer's, but a tool call wins.
+    void note_finish(canonical::FinishKind kind);
     void note_upstream_error(UpstreamErrorKind kind);
     void note_bytes_out(uint64_t n) { bytes_out_ += n; }
     // A new upstream connection took this long; the backend's response head came this long after

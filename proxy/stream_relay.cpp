@@ -22,6 +22,9 @@ bool StreamRelay::take(const canonical::StreamEvent& d, bool& usage_only) {
         return false;
     }
     usage_only = d.type == canonical::StreamEvent::Type::usage;
+    if (d.finish) {
+        g_.meter.note_finish(d.finish->kind);
+    }
     const int64_t tokens = tally_.add(d);
     if (d.type == canonical::StreamEvent::Type::chunk &&
         (!d.text.empty() || !d.tool_calls.empty() || !d.reasoning.empty())) {

@@ -12,6 +12,7 @@
 #include "proxy/version.hpp"
 #include "tests/proxy/metrics_test_util.hpp"
 
+using infergate::FinishLabel;
 using infergate::Metrics;
 using infergate::OutcomeLabel;
 using infergate::RequestRecord;
@@ -191,7 +192,7 @@ TEST_CASE("docs/metrics.md documents every metric family") {
     const std::string doc = read_repo_file("docs/metrics.md");
     Metrics m(test_config(), 1);
     const std::set<std::string> families = family_names(m.render());
-    CHECK(families.size() == 18);
+    CHECK(families.size() == 19);
     for (const std::string& name : families) {
         CHECK_MESSAGE(doc.find("| `" + name + "` |") != std::string::npos,
                       name << " is not in the table of docs/metrics.md");
@@ -272,6 +273,8 @@ TEST_CASE("render time with every series populated (8 workers)") {
                         r.route = static_cast<RouteLabel>(route);
                         r.model_slot = slot;
                         r.outcome = static_cast<OutcomeLabel>(o);
+                        r.finish = static_cast<FinishLabel>((o + status) %
+                                                            static_cast<int>(FinishLabel::kCount));
                         r.status = status;
                         r.e2e_seconds = 1.5;
                         r.ttft_seconds = 0.2;
