@@ -49,6 +49,24 @@ void write_type(json::Writer& w, std::string_view type) {
     wire::string(w, type);
 }
 
+// A content_block_delta of block `index`: {"type": <type>, <key>: <value>}.
+void write_delta(int index, std::string_view type, std::string_view key, std::string_view value,
+                 std::string& out) {
+    Event ev("content_block_delta", out);
+    json::Writer& w = ev.w();
+    w.StartObject();
+    write_type(w, "content_block_delta");
+    wire::key(w, "index");
+    w.Int(index);
+    wire::key(w, "delta");
+    w.StartObject();
+    write_type(w, type);
+    wire::key(w, key);
+    wire::string(w, value);
+    w.EndObject();
+    w.EndObject();
+}
+
 // Content blocks are numbered as they start: the text block (one at a time, opened when text
 // comes), and the blocks an Anthropic backend sent that only an Anthropic client takes
 // (tool_use, thinking, ...; carried raw, each between its own start and stop).
@@ -123,19 +141,7 @@ void write_thinking(ChoiceState& c, std::string_view text, std::string& out) {
         w.EndObject();
         w.EndObject();
     }
-    Event ev("content_block_delta", out);
-    json::Writer& w = ev.w();
-    w.StartObject();
-    write_type(w, "content_block_delta");
-    wire::key(w, "index");
-    w.Int(c.thinking_block);
-    wire::key(w, "delta");
-    w.StartObject();
-    write_type(w, "thinking_delta");
-    wire::key(w, "thinking");
-    wire::string(w, text);
-    w.EndObject();
-    w.EndObject();
+    write_delta(c.thinking_block, "thinking_delta", "thinking", text, out);
 }
 
 // A carried block event: content_block_start (the block), content_block_delta (the delta) or
@@ -251,19 +257,7 @@ void write_tool_pieces(ChoiceState& c, const StreamState& s,
         if (piece.arguments.empty() || c.tool_block < 0) {
             continue;
         }
-        Event ev("content_block_delta", out);
-        json::Writer& w = ev.w();
-        w.StartObject();
-        write_type(w, "content_block_delta");
-        wire::key(w, "index");
-        w.Int(c.tool_block);
-        wire::key(w, "delta");
-        w.StartObject();
-        write_type(w, "input_json_delta");
-        wire::key(w, "partial_json");
-        wire::string(w, piece.arguments);
-        w.EndObject();
-        w.EndObject();
+        write_delta(c.tool_block, "input_json_delta", "partial_json", piece.arguments, out);
     }
 }
 
@@ -377,19 +371,7 @@ void encode_chunk(const AnthropicCodec& codec, const StreamEvent& event, StreamS
             close_tool_block(c, out);
             open_text_block(c, out);  // text after another block gets a block of its own
         }
-        Event ev("content_block_delta", out);
-        json::Writer& w = ev.w();
-        w.StartObject();
-        write_type(w, "content_block_delta");
-        wire::key(w, "index");
-        w.Int(c.text_block);
-        wire::key(w, "delta");
-        w.StartObject();
-        write_type(w, "text_delta");
-        wire::key(w, "text");
-        wire::string(w, event.text);
-        w.EndObject();
-        w.EndObject();
+        write_delta(c.text_block, "text_delta", "text", event.text, out);
     }
     if (event.finish && event.finish->kind != FinishKind::none && !c.held_finish) {
         if (event.finish->kind == FinishKind::abort) {

@@ -158,6 +158,28 @@ void collect_unknown(const Value& obj, std::initializer_list<std::string_view> k
     }
 }
 
+bool read_function_call(const Value& call, canonical::ToolCall& out) {
+    const Value* function = call.IsObject() ? find(call, "function") : nullptr;
+    const Value* name = function != nullptr ? find(*function, "name") : nullptr;
+    if (name == nullptr || !name->IsString()) {
+        return false;
+    }
+    out.name.assign(view(*name));
+    if (const Value* id = find(call, "id"); id != nullptr && id->IsString()) {
+        out.id.assign(view(*id));
+    }
+    const Value* arguments = find(*function, "arguments");
+    if (arguments != nullptr && arguments->IsString()) {
+        out.arguments.assign(view(*arguments));
+    } else if (arguments != nullptr && !arguments->IsNull()) {
+        out.arguments = to_string(*arguments);
+    }
+    if (out.arguments.empty()) {
+        out.arguments = "{}";
+    }
+    return true;
+}
+
 void write_carried(Writer& w, const std::vector<canonical::Extra>& carried, std::string_view prefix,
                    std::initializer_list<std::string_view> skip) {
     for (const canonical::Extra& e : carried) {

@@ -243,6 +243,11 @@ void collect_unknown(const Value& obj, std::initializer_list<std::string_view> k
 void write_carried(Writer& w, const std::vector<canonical::Extra>& carried,
                    std::string_view prefix = {}, std::initializer_list<std::string_view> skip = {});
 
+// One tool call as OpenAI and Ollama write it ({"id", "function": {"name", "arguments"}}) into
+// `out`: the arguments' JSON text is a string's content as it is, an object written compactly,
+// "{}" for none. False (nothing added) when it has no function name.
+bool read_function_call(const Value& call, canonical::ToolCall& out);
+
 std::string_view view(const Value& v);  // a string value's bytes
 const Value* find(const Value& obj, std::string_view key);  // null when absent or obj not an object
 

@@ -41,21 +41,10 @@ std::optional<canonical::Error> read_tool_calls(const json::Value& calls,
                                                 std::vector<canonical::ToolCall>& out) {
     // Each call's arguments object becomes OpenAI's string, written compactly.
     for (rapidjson::SizeType i = 0; i < calls.Size(); ++i) {
-        const json::Value& c = calls[i];
-        const json::Value* function = c.IsObject() ? json::find(c, "function") : nullptr;
-        const json::Value* name = function != nullptr ? json::find(*function, "name") : nullptr;
-        if (name == nullptr || !name->IsString()) {
+        if (!json::read_function_call(calls[i], out.emplace_back())) {
             return upstream_error("the Ollama backend's message.tool_calls[" + std::to_string(i) +
                                   "] has no function name");
         }
-        canonical::ToolCall& call = out.emplace_back();
-        call.name.assign(name->GetString(), name->GetStringLength());
-        if (const json::Value* id = json::find(c, "id"); id != nullptr && id->IsString()) {
-            call.id.assign(id->GetString(), id->GetStringLength());
-        }
-        const json::Value* arguments = json::find(*function, "arguments");
-        call.arguments = arguments != nullptr && !arguments->IsNull() ? json::to_string(*arguments)
-                                                                      : std::string("{}");
     }
     return std::nullopt;
 }

@@ -158,26 +158,10 @@ std::optional<canonical::Error> read_tool_calls(const json::Value& calls,
                                                 std::vector<canonical::ToolCall>& out,
                                                 canonical::Dialect client) {
     for (rapidjson::SizeType i = 0; i < calls.Size(); ++i) {
-        const json::Value& c = calls[i];
-        const json::Value* function = c.IsObject() ? json::find(c, "function") : nullptr;
-        const json::Value* name = function != nullptr ? json::find(*function, "name") : nullptr;
-        if (name == nullptr || !name->IsString()) {
+        canonical::ToolCall& call = out.emplace_back();
+        if (!json::read_function_call(calls[i], call)) {
             return upstream_error("the backend's tool_calls[" + std::to_string(i) +
                                   "] has no function name");
-        }
-        canonical::ToolCall& call = out.emplace_back();
-        call.name.assign(name->GetString(), name->GetStringLength());
-        if (const json::Value* id = json::find(c, "id"); id != nullptr && id->IsString()) {
-            call.id.assign(id->GetString(), id->GetStringLength());
-        }
-        const json::Value* arguments = json::find(*function, "arguments");
-        if (arguments != nullptr && arguments->IsString()) {
-            call.arguments.assign(arguments->GetString(), arguments->GetStringLength());
-        } else if (arguments != nullptr && arguments->IsObject()) {
-            call.arguments = json::to_string(*arguments);
-        }
-        if (call.arguments.empty()) {
-            call.arguments = "{}";
         }
         json::Document parsed;
         if (json::parse(call.arguments, parsed) || !parsed.IsObject()) {
