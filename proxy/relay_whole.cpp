@@ -19,8 +19,8 @@ Task<bool> pass_through(Generation& g, std::string response) {
     if (!checked) {
         co_return co_await g.refuse_answer(checked.error());
     }
-    g.meter.note_usage(*checked);
-    g.meter.note_finish(translators::passthrough_finish(response));
+    g.meter.note_usage(checked->usage);
+    g.meter.note_finish(checked->finish);
     if (g.upstream_model != g.client_model) {
         // The name the client used, whatever the backend answers with (an alias, or a dated
         // version of the model it was sent).

@@ -54,12 +54,13 @@ void Codec::decode_stream_end(StreamState&, std::vector<StreamEvent>&) const {}
 
 void Codec::read_response_headers(const ResponseHeaders&, GenerationResult&) const {}
 
-Result<Usage> Codec::check_response(std::string_view body, const GenerationRequest& req) const {
+Result<canonical::ResponseFacts> Codec::check_response(std::string_view body,
+                                                       const GenerationRequest& req) const {
     auto decoded = decode_response(body, req);
     if (!decoded) {
         return std::move(decoded.error());
     }
-    return decoded->usage;
+    return canonical::ResponseFacts{decoded->usage, canonical::answer_finish(*decoded)};
 }
 
 Error Codec::decode_error(int status, std::string_view body) const {

@@ -119,8 +119,9 @@ public:
                                                      const GenerationRequest& req) const = 0;
     // Same-dialect fast path: the backend's whole response goes to the client as it is. Checks
     // that it is what the dialect says (failing exactly as decode_response would) and returns
-    // only what the metrics need, its usage. Default: decode_response.
-    virtual Result<Usage> check_response(std::string_view body, const GenerationRequest& req) const;
+    // only what the metrics need, its usage and how it ended. Default: decode_response.
+    virtual Result<canonical::ResponseFacts> check_response(std::string_view body,
+                                                            const GenerationRequest& req) const;
     // Decodes one upstream stream event (an SSE `data` payload or an NDJSON line) into zero or
     // more canonical events. Malformed data yields an error event.
     virtual void decode_stream_event(std::string_view data, StreamState& state,

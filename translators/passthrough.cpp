@@ -2,7 +2,6 @@
 
 #include "translators/framing/framing.hpp"
 #include "translators/openai/codec.hpp"
-#include "translators/openai/common.hpp"
 #include "translators/openai/passthrough.hpp"
 
 namespace infergate::translators {
@@ -83,57 +82,6 @@ void PassthroughEvents::relay(std::string_view data, bool usage_only, std::strin
     }
     out.resize(mark);
     framing::write_sse_data_lines(data, out);
-}
-
-canonical::FinishKind passthrough_finish(std::string_view response) {
-    constexpr std::string_view kKey = "\"finish_reason\"";
-    auto ws = [&](size_t i) {
-        while (i < response.size() && (response[i] == ' ' || response[i] == '\t' ||
-                                       response[i] == '\n' || response[i] == '\r')) {
-            ++i;
-        }
-        return i;
-    };
-    // A quoted word at `i` (after whitespace), or empty.
-    auto word = [&](size_t i) -> std::string_view {
-        i = ws(i);
-        if (i >= response.size() || response[i] != '"') {
-            return {};
-        }
-        const size_t end = response.find('"', i + 1);
-        return end == std::string_view::npos ? std::string_view()
-                                             : response.substr(i + 1, end - i - 1);
-    };
-    canonical::FinishKind first = canonical::FinishKind::none;
-    for (size_t at = response.find(kKey); at != std::string_view::npos;
-         at = response.find(kKey, at + kKey.size())) {
-        size_t i = ws(at + kKey.size());
-        if (i >= response.size() || response[i] != ':') {
-            continue;
-        }
-        i = ws(i + 1);
-        std::string_view name;
-        if (i < response.size() && response[i] == '{') {
-            // SGLang: {"type": "stop", ...}
-            const size_t type = response.find("\"type\"", i);
-            if (type != std::string_view::npos) {
-                const size_t colon = ws(type + 6);
-                if (colon < response.size() && response[colon] == ':') {
-                    name = word(colon + 1);
-                }
-            }
-        } else {
-            name = word(i);
-        }
-        const canonical::FinishKind kind = openai::parse_finish_kind(name);
-        if (kind == canonical::FinishKind::tool_calls) {
-            return kind;
-        }
-        if (first == canonical::FinishKind::none && !name.empty()) {
-            first = kind;
-        }
-    }
-    return first;
 }
 
 }  // namespace infergate::translators

@@ -28,12 +28,6 @@ std::string passthrough_request(std::string& client_body, const canonical::Gener
 // (an alias, or a dated version of the model it was sent). False: left as it is.
 bool passthrough_rename(std::string_view response, std::string_view client_model, std::string& out);
 
-// How a whole answer passed through ended, for the metrics: tool_calls when any choice's
-// finish_reason says so, else the first choice's (an OpenAI string, or SGLang's
-// {"type": ...}). Read from the raw bytes: a quote that is not escaped is JSON's own, so a
-// "finish_reason" key found so is one; a key written with escapes is missed (none: not counted).
-canonical::FinishKind passthrough_finish(std::string_view response);
-
 // The events of one passed-through stream.
 class PassthroughEvents {
 public:

@@ -285,6 +285,19 @@ std::optional<Error> check_function_tools(std::string_view json, std::string_vie
     return std::nullopt;
 }
 
+FinishKind answer_finish(const GenerationResult& result) {
+    FinishKind first = FinishKind::none;
+    for (const Choice& c : result.choices) {
+        if (c.finish.kind == FinishKind::tool_calls) {
+            return FinishKind::tool_calls;
+        }
+        if (first == FinishKind::none) {
+            first = c.finish.kind;
+        }
+    }
+    return first;
+}
+
 std::string_view sniff_image_type(std::string_view base64) {
     // The first 12 bytes (16 base64 characters) tell every format taken.
     unsigned char head[12] = {};

@@ -431,6 +431,15 @@ struct Timing {
     std::optional<int64_t> eval_ns;          // first token to last token
 };
 
+// What the metrics need from a whole answer: its usage, and how it ended (tool_calls when any
+// choice called a tool, else the first choice's finish; answer_finish).
+struct ResponseFacts {
+    Usage usage;
+    FinishKind finish = FinishKind::none;
+
+    bool operator==(const ResponseFacts&) const = default;
+};
+
 struct GenerationResult {
     std::string id;
     std::string model;
@@ -439,6 +448,10 @@ struct GenerationResult {
     Usage usage;                  // aggregate
     Timing timing;                // set by the exchange before the client's encoder runs
 };
+
+// How an answer ended, for the metrics: tool_calls when any choice called a tool, else the
+// first choice's finish that says one.
+FinishKind answer_finish(const GenerationResult& result);
 
 // ---------------------------------------------------------------------------------------------
 // Streams

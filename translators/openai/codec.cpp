@@ -52,8 +52,8 @@ public:
                                              const GenerationRequest& req) const override {
         return openai::decode_response(body, req, api_);
     }
-    Result<Usage> check_response(std::string_view body,
-                                 const GenerationRequest& req) const override {
+    Result<canonical::ResponseFacts> check_response(std::string_view body,
+                                                    const GenerationRequest& req) const override {
         return openai::check_response(body, req, api_);
     }
     void decode_stream_event(std::string_view data, StreamState& state,

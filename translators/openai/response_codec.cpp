@@ -284,16 +284,18 @@ Result<GenerationResult> decode_response(std::string_view body, const Generation
     return result;
 }
 
-Result<Usage> check_response(std::string_view body, const GenerationRequest& req, Api api) {
-    if (auto usage = scan_response_usage(body)) {
-        return *usage;
+Result<canonical::ResponseFacts> check_response(std::string_view body, const GenerationRequest& req,
+                                                Api api) {
+    canonical::FinishKind finish = canonical::FinishKind::none;
+    if (auto usage = scan_response_usage(body, &finish)) {
+        return canonical::ResponseFacts{*usage, finish};
     }
     // Malformed, the wrong shape or an error envelope: the full decode says what is wrong.
     auto decoded = decode_response(body, req, api);
     if (!decoded) {
         return std::move(decoded.error());
     }
-    return decoded->usage;
+    return canonical::ResponseFacts{decoded->usage, canonical::answer_finish(*decoded)};
 }
 
 }  // namespace infergate::translators::openai

@@ -18,8 +18,9 @@ Result<GenerationResult> decode_response(std::string_view body, const Generation
                                          Api api);
 
 // The fast path's check (Codec::check_response): one validating pass that reads the usage and
-// checks the shape (scan_response_usage); anything else is left to decode_response, so that the
-// error is the same.
-Result<Usage> check_response(std::string_view body, const GenerationRequest& req, Api api);
+// the finish and checks the shape (scan_response_usage); anything else is left to
+// decode_response, so that the error is the same.
+Result<canonical::ResponseFacts> check_response(std::string_view body, const GenerationRequest& req,
+                                                Api api);
 
 }  // namespace infergate::translators::openai

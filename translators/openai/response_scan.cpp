@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "translators/canonical/json_scan.hpp"
+#include "translators/openai/common.hpp"
 
 namespace infergate::translators::openai {
 
@@ -14,6 +15,8 @@ enum class Role {
     other,    // anything: validated and skipped
     root,     // the document: must be an object
     choices,  // the first top-level "choices": must be an array of objects
+    choice,   // one of its elements: its first "finish_reason" is read
+    finish,   // a choice's finish_reason: read when it is a string
     usage,    // the first top-level "usage": its counts are read when it is an object
     details,  // usage's first "prompt_tokens_details": its cached_tokens is read
     count,    // a count: read when it is an int64
@@ -37,6 +40,7 @@ public:
         }
         return usage_;
     }
+    canonical::FinishKind finish() const { return finish_; }
 
 private:
     bool at(char c) const { return !cur_.at_end() && cur_.peek() == c; }
@@ -65,6 +69,21 @@ private:
             }
             return true;
         }
+        if (role == Role::finish && c == '"') {
+            std::string_view name;
+            bool escaped = false;
+            if (!cur_.string(name, escaped)) {
+                return false;
+            }
+            // (No finish name has an escape; one written with escapes is left unread.)
+            const canonical::FinishKind kind =
+                escaped ? canonical::FinishKind::none : parse_finish_kind(name);
+            if (kind == canonical::FinishKind::tool_calls ||
+                finish_ == canonical::FinishKind::none) {
+                finish_ = kind;
+            }
+            return true;
+        }
         return cur_.skip_value(depth);  // a string or a literal
     }
 
@@ -81,6 +100,7 @@ private:
         if (role == Role::choices) {
             return false;
         }
+        bool seen_finish = false;  // a choice's first finish_reason counts, as json::find has it
         for (;;) {
             if (!at('"')) {
                 return false;
@@ -119,6 +139,9 @@ private:
                     seen_details_ = true;
                     member = Role::details;
                 }
+            } else if (role == Role::choice && key == "finish_reason" && !seen_finish) {
+                seen_finish = true;
+                member = Role::finish;
             } else if (role == Role::details && key == "cached_tokens" && !seen_cached_) {
                 seen_cached_ = true;
                 member = Role::count;
@@ -151,7 +174,7 @@ private:
             if (role == Role::choices && !at('{')) {
                 return false;
             }
-            if (!value(Role::other, depth)) {
+            if (!value(role == Role::choices ? Role::choice : Role::other, depth)) {
                 return false;
             }
             if (const auto next = cur_.after_item(']'); next != json::Cursor::Next::more) {
@@ -163,6 +186,7 @@ private:
     json::Cursor cur_;
     canonical::Usage usage_;
     std::optional<int64_t>* count_ = nullptr;  // where the count being read goes
+    canonical::FinishKind finish_ = canonical::FinishKind::none;
     bool choices_ = false;
     bool seen_choices_ = false;
     bool seen_usage_ = false;
@@ -174,8 +198,14 @@ private:
 
 }  // namespace
 
-std::optional<canonical::Usage> scan_response_usage(std::string_view body) {
-    return Scanner(body).run();
+std::optional<canonical::Usage> scan_response_usage(std::string_view body,
+                                                    canonical::FinishKind* finish) {
+    Scanner scanner(body);
+    auto usage = scanner.run();
+    if (usage && finish != nullptr) {
+        *finish = scanner.finish();
+    }
+    return usage;
 }
 
 }  // namespace infergate::translators::openai

@@ -1,6 +1,7 @@
 #pragma once
 // The same-dialect fast path's look at a whole OpenAI response (completion or chat completion):
-// one validating pass over the bytes, no document, no copy, that reads only the usage.
+// one validating pass over the bytes, no document, no copy, that reads only the usage and the
+// choices' finish_reason.
 
 #include <optional>
 #include <string_view>
@@ -15,6 +16,9 @@ namespace infergate::translators::openai {
 // judge (an escaped key): the caller then decodes the body fully,
 // which says exactly what is wrong. Where a key repeats, the first one counts, as json::find has
 // it; a count is read only when it is an integer that fits in int64 (json::Value::IsInt64).
-std::optional<canonical::Usage> scan_response_usage(std::string_view body);
+// `finish`, when given, gets how the answer ended (canonical::answer_finish's rule over the
+// choices' finish_reason strings).
+std::optional<canonical::Usage> scan_response_usage(std::string_view body,
+                                                    canonical::FinishKind* finish = nullptr);
 
 }  // namespace infergate::translators::openai

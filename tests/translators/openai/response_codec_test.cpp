@@ -230,7 +230,8 @@ TEST_SUITE("openai fast-path response check") {
         const auto fast = codec.check_response(body, {});
         REQUIRE(fast.ok() == full.ok());
         if (full.ok()) {
-            CHECK(fast.value() == full.value().usage);
+            CHECK(fast.value().usage == full.value().usage);
+            CHECK(fast.value().finish == infergate::canonical::answer_finish(full.value()));
         } else {
             CHECK(fast.error().status == full.error().status);
             CHECK(fast.error().message == full.error().message);
@@ -249,8 +250,41 @@ TEST_SUITE("openai fast-path response check") {
         check_agrees(chat(), fixture("chat_response.json"));
         const auto u = completions().check_response(fixture("completions_response.json"), {});
         REQUIRE(u.ok());
-        CHECK(u.value().prompt_tokens == 5);
-        CHECK(u.value().completion_tokens == 7);
+        CHECK(u.value().usage.prompt_tokens == 5);
+        CHECK(u.value().usage.completion_tokens == 7);
+    }
+
+    TEST_CASE("the finish, read by the scan as the full decode reads it, tool_calls first") {
+        using infergate::canonical::FinishKind;
+        auto finish = [](std::string_view body) {
+            FinishKind f = FinishKind::abort;  // (overwritten when the scan judges the body)
+            REQUIRE(openai::scan_response_usage(body, &f).has_value());
+            return f;
+        };
+        CHECK(finish(R"({"choices":[{"index":0,"finish_reason":"stop"}]})") == FinishKind::stop);
+        CHECK(finish("{\"choices\": [{\"finish_reason\" :\r\n \"length\", \"index\": 0}]}") ==
+              FinishKind::length);
+        // n > 1: a tool call in any choice names the answer.
+        CHECK(finish(R"({"choices":[{"finish_reason":"stop"},{"finish_reason":"tool_calls"}]})") ==
+              FinishKind::tool_calls);
+        CHECK(finish(R"({"choices":[{"finish_reason":"function_call"}]})") ==
+              FinishKind::tool_calls);
+        // null (not finished), absent, elsewhere, or only quoted in the text: none.
+        CHECK(finish(R"({"choices":[{"finish_reason":null}]})") == FinishKind::none);
+        CHECK(finish(R"({"choices":[]})") == FinishKind::none);
+        CHECK(finish(R"({"choices":[{"message":{"finish_reason":"tool_calls"}}]})") ==
+              FinishKind::none);
+        CHECK(finish(R"({"choices":[{"message":{"content":"\"finish_reason\":\"tool_calls\""},)"
+                     R"("finish_reason":"stop"}]})") == FinishKind::stop);
+        // A repeated key: the first counts, as json::find has it.
+        CHECK(finish(R"({"choices":[{"finish_reason":"length","finish_reason":"tool_calls"}]})") ==
+              FinishKind::length);
+        for (const char* body :
+             {R"({"choices":[{"finish_reason":"stop"},{"finish_reason":"tool_calls"}]})",
+              R"({"choices":[{"finish_reason":"length","finish_reason":"tool_calls"}]})",
+              R"({"choices":[{"index":0,"finish_reason":null}]})"}) {
+            check_agrees(chat(), body);
+        }
     }
 
     TEST_CASE("usage where it is and only where it is") {
