@@ -70,21 +70,30 @@ void write_delta(int index, std::string_view type, std::string_view key, std::st
 // Content blocks are numbered as they start: the text block (one at a time, opened when text
 // comes), and the blocks an Anthropic backend sent that only an Anthropic client takes
 // (tool_use, thinking, ...; carried raw, each between its own start and stop).
-void open_text_block(ChoiceState& c, std::string& out) {
-    c.text_block = c.blocks++;
+// A content_block_start of block `index`, its content_block {"type": <type>, ...} written by
+// `fields` after the type.
+template <class Fields>
+void start_block(int index, std::string_view type, std::string& out, Fields fields) {
     Event ev("content_block_start", out);
     json::Writer& w = ev.w();
     w.StartObject();
     write_type(w, "content_block_start");
     wire::key(w, "index");
-    w.Int(c.text_block);
+    w.Int(index);
     wire::key(w, "content_block");
     w.StartObject();
-    write_type(w, "text");
-    wire::key(w, "text");
-    wire::string(w, "");
+    write_type(w, type);
+    fields(w);
     w.EndObject();
     w.EndObject();
+}
+
+void open_text_block(ChoiceState& c, std::string& out) {
+    c.text_block = c.blocks++;
+    start_block(c.text_block, "text", out, [](json::Writer& w) {
+        wire::key(w, "text");
+        wire::string(w, "");
+    });
 }
 
 void close_block(int index, std::string& out) {
@@ -125,21 +134,12 @@ void write_thinking(ChoiceState& c, std::string_view text, std::string& out) {
         close_text_block(c, out);
         close_tool_block(c, out);
         c.thinking_block = c.blocks++;
-        Event ev("content_block_start", out);
-        json::Writer& w = ev.w();
-        w.StartObject();
-        write_type(w, "content_block_start");
-        wire::key(w, "index");
-        w.Int(c.thinking_block);
-        wire::key(w, "content_block");
-        w.StartObject();
-        write_type(w, "thinking");
-        wire::key(w, "thinking");
-        wire::string(w, "");
-        wire::key(w, "signature");
-        wire::string(w, "");
-        w.EndObject();
-        w.EndObject();
+        start_block(c.thinking_block, "thinking", out, [](json::Writer& w) {
+            wire::key(w, "thinking");
+            wire::string(w, "");
+            wire::key(w, "signature");
+            wire::string(w, "");
+        });
     }
     write_delta(c.thinking_block, "thinking_delta", "thinking", text, out);
 }
@@ -234,25 +234,16 @@ void write_tool_pieces(ChoiceState& c, const StreamState& s,
             close_thinking_block(c, out);
             close_tool_block(c, out);  // the previous call's
             c.calls_sent = at + 1;
-            c.tool_block = c.blocks;
-            Event ev("content_block_start", out);
-            json::Writer& w = ev.w();
-            w.StartObject();
-            write_type(w, "content_block_start");
-            wire::key(w, "index");
-            w.Int(c.blocks++);
-            wire::key(w, "content_block");
-            w.StartObject();
-            write_type(w, "tool_use");
-            wire::key(w, "id");
-            wire::string(w, piece.id.empty() ? wire::tool_use_id(s.id, at) : piece.id);
-            wire::key(w, "name");
-            wire::string(w, piece.name);
-            wire::key(w, "input");
-            w.StartObject();
-            w.EndObject();
-            w.EndObject();
-            w.EndObject();
+            c.tool_block = c.blocks++;
+            start_block(c.tool_block, "tool_use", out, [&](json::Writer& w) {
+                wire::key(w, "id");
+                wire::string(w, piece.id.empty() ? wire::tool_use_id(s.id, at) : piece.id);
+                wire::key(w, "name");
+                wire::string(w, piece.name);
+                wire::key(w, "input");
+                w.StartObject();
+                w.EndObject();
+            });
         }
         if (piece.arguments.empty() || c.tool_block < 0) {
             continue;
