@@ -45,7 +45,8 @@ constexpr const char* kKeys[] = {
     "model",   "id",   "usage", "stream_options", "include_usage", "continuous_usage_stats",
     "choices", "text", "x",     "mod\"el",        "\"model\":",    "usage\\",
     "é",       "max_completion_tokens", "max_tokens", "repetition_penalty", "repeat_penalty",
-    "logit_bias", "7", "007", "32000", "-1", "99999999999"};
+    "logit_bias", "7", "007", "32000", "-1", "99999999999", "response_format", "json_schema",
+    "type", "schema"};
 // clang-format on
 constexpr const char* kStrings[] = {"",       "m",   "\"model\":\"m\"", "\\", "\"",         "a/b",
                                     "\n\r\t", "é€😀", "\"usage\":{",     "}",  ",\"id\":\"", "\x01"};
@@ -63,6 +64,8 @@ public:
             rapidjson::Value val;
             if (key == "logit_bias" && in_.ConsumeBool()) {
                 biases(val);
+            } else if (key == "response_format" && in_.ConsumeBool()) {
+                format(val, depth + 1);
             } else {
                 value(val, depth + 1);
             }
@@ -90,6 +93,58 @@ private:
                 val.SetDouble(in_.ConsumeFloatingPointInRange<double>(-100.0, 100.0));
             }
             v.AddMember(key, val, a_);
+        }
+    }
+
+    // An object shaped like OpenAI's response_format ({"type": "json_schema", "json_schema":
+    // {"name", "schema"}}) that the llama.cpp edit copies the schema of, with repeated keys, a
+    // null or missing schema; now and then another type.
+    void format(rapidjson::Value& v, int depth) {
+        // (The variant writer's styles spell the type with escapes too.)
+        static constexpr const char* kTypes[] = {"json_schema", "json_schema", "json_object",
+                                                 "text"};
+        v.SetObject();
+        const int n = in_.ConsumeIntegralInRange(1, 4);
+        for (int i = 0; i < n; ++i) {
+            switch (in_.ConsumeIntegralInRange(0, 3)) {
+                case 0: {
+                    rapidjson::Value tv(kTypes[in_.ConsumeIntegralInRange<size_t>(0, 3)], a_);
+                    v.AddMember("type", tv, a_);
+                    break;
+                }
+                case 1: {
+                    rapidjson::Value named(rapidjson::kObjectType);
+                    named.AddMember("name", "n", a_);
+                    rapidjson::Value schema;
+                    if (in_.ConsumeIntegralInRange(0, 5) == 0) {
+                        schema.SetNull();
+                    } else {
+                        value(schema, depth + 1);
+                    }
+                    named.AddMember("schema", schema, a_);
+                    if (in_.ConsumeBool()) {
+                        rapidjson::Value again;
+                        value(again, depth + 1);
+                        named.AddMember("schema", again, a_);
+                    }
+                    v.AddMember("json_schema", named, a_);
+                    break;
+                }
+                case 2: {
+                    rapidjson::Value other;
+                    value(other, depth + 1);
+                    v.AddMember("json_schema", other, a_);
+                    break;
+                }
+                default: {
+                    rapidjson::Value key;
+                    string(key, kKeys);
+                    rapidjson::Value other;
+                    value(other, depth + 1);
+                    v.AddMember(key, other, a_);
+                    break;
+                }
+            }
         }
     }
 
@@ -218,6 +273,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     rq.renames = kRenames;
     rq.rename_count = in.ConsumeIntegralInRange<size_t>(0, std::size(kRenames));
     rq.logit_bias_pairs = in.ConsumeBool();
+    rq.schema_from_response_format = in.ConsumeBool();
 
     if (generated) {
         rapidjson::Document doc;

@@ -164,13 +164,18 @@ class LlamaCppBackendTest(unittest.TestCase):
         self.assertEqual(body["n_predict"], 4)
 
     def test_what_cannot_be_carried_is_refused_in_the_clients_shape(self):
-        # Ollama's `format` (structured output) has no llama.cpp chat-route equivalent that
-        # infergate writes yet: a 400 in Ollama's shape, naming it.
+        # Ollama's `format` (structured output) reaches llama.cpp's chat route as the
+        # json_schema it reads on every version (test_structured_output has the matrix).
         r = post_json(self.proxy.port, "/api/chat", {
             "model": MODEL, "stream": False, "format": "json",
             "messages": [{"role": "user", "content": "Hi"}]})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(self.last_body("/v1/chat/completions")["json_schema"], {"type": "object"})
+        # A regular expression has none: a 400 in the client's shape, naming it.
+        r = post_json(self.proxy.port, "/generate", {
+            "text": "Hi", "sampling_params": {"max_new_tokens": 4, "regex": "a+"}})
         self.assertEqual(r.status, 400, r.body)
-        self.assertIn("'format'", r.json()["error"])
+        self.assertIn("'sampling_params.regex'", r.json()["error"]["message"])
         # An Ollama option llama.cpp has no setting for, named as the client wrote it.
         r = post_json(self.proxy.port, "/api/chat", {
             "model": MODEL, "stream": False, "options": {"min_p": 0.1, "top_k": 5},

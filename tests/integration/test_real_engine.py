@@ -521,6 +521,111 @@ class TestRealEngineTools(_RealEngine):
             self.assertIn("Cannot use tools with stream", r.json()["error"]["message"])
 
 
+class TestRealEngineStructuredOutput(_RealEngine):
+    """A JSON schema from every front reaches llama-server where it reads one (json_schema on
+    /completion and on its chat route), so the engine's grammar shapes the text: the tiny
+    random-weight model writes an object of the schema only under that grammar (unconstrained,
+    it writes word salad). Found against this engine: it ignores a response_format json_schema
+    on its chat route (a shadowed variable in oaicompat_completion_params_parse at c392e509), so
+    infergate writes json_schema, and the fast path adds it to an OpenAI client's request.
+    The text is checked against the schema, not byte for byte against a direct request: the
+    engine's greedy pick among near-equal logits varies with which slot's prompt cache served
+    the request."""
+
+    SCHEMA = {"type": "object", "properties": {
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        "ok": {"type": "boolean"}}, "required": ["unit", "ok"], "additionalProperties": False}
+    USER = [{"role": "user", "content": "The weather, as JSON."}]
+
+    def reference(self, chat: bool) -> str:
+        path = "/v1/chat/completions" if chat else "/completion"
+        body = ({"messages": self.USER, "max_tokens": 64} if chat else
+                {"prompt": "weather:", "n_predict": 64})
+        body.update(temperature=0, json_schema=self.SCHEMA)
+        r = request(self.engine.port, "POST", path, body, timeout=60)
+        self.assertEqual(r.status, 200, r.body[:300])
+        doc = r.json()
+        return doc["choices"][0]["message"]["content"] if chat else doc["content"]
+
+    def fronts(self):
+        schema = self.SCHEMA
+        yield ("openai_chat", True, "/v1/chat/completions", {
+            "model": ALIAS, "messages": self.USER, "max_tokens": 64, "temperature": 0,
+            "response_format": {"type": "json_schema",
+                                "json_schema": {"name": "weather", "schema": schema}}},
+            lambda d: d["choices"][0]["message"]["content"])
+        yield ("ollama_chat", True, "/api/chat", {
+            "model": ALIAS, "messages": self.USER, "stream": False, "format": schema,
+            "options": {"num_predict": 64, "temperature": 0}},
+            lambda d: d["message"]["content"])
+        yield ("anthropic", True, "/v1/messages", {
+            "model": ALIAS, "messages": self.USER, "max_tokens": 64, "temperature": 0,
+            "output_config": {"format": {"type": "json_schema", "schema": schema}}},
+            lambda d: "".join(b["text"] for b in d["content"] if b["type"] == "text"))
+        yield ("sglang", False, "/generate", {
+            "text": "weather:", "sampling_params": {"max_new_tokens": 64, "temperature": 0,
+                                                    "json_schema": json.dumps(schema)}},
+            lambda d: d["text"])
+        yield ("tgi", False, "/generate", {
+            "inputs": "weather:", "parameters": {"max_new_tokens": 64, "do_sample": False,
+                                                 "grammar": {"type": "json", "value": schema}}},
+            lambda d: d["generated_text"])
+        yield ("ollama_generate", False, "/api/generate", {
+            "model": ALIAS, "prompt": "weather:", "raw": True, "stream": False, "format": schema,
+            "options": {"num_predict": 64, "temperature": 0}},
+            lambda d: d["response"])
+
+    def assert_of_schema(self, text: str) -> None:
+        got = json.loads(text)
+        self.assertEqual(set(got), {"unit", "ok"}, text)
+        self.assertIn(got["unit"], ("celsius", "fahrenheit"))
+        self.assertIsInstance(got["ok"], bool)
+
+    def test_every_front_gets_the_engines_constrained_answer(self):
+        for chat in (True, False):
+            self.assert_of_schema(self.reference(chat))
+        for name, _chat, path, body, text in self.fronts():
+            with self.subTest(front=name):
+                r = request(self.port, "POST", path, body,
+                            {"anthropic-version": "2023-06-01"}, timeout=120)
+                self.assertEqual(r.status, 200, r.body[:300])
+                self.assert_of_schema(text(r.json()))
+
+    def test_unconstrained_the_model_writes_no_json(self):
+        """The control: the same request without the schema is not JSON."""
+        r = request(self.port, "POST", "/v1/chat/completions", {
+            "model": ALIAS, "messages": self.USER, "max_tokens": 64, "temperature": 0},
+            timeout=120)
+        self.assertEqual(r.status, 200, r.body[:300])
+        with self.assertRaises(ValueError):
+            self.assert_of_schema(r.json()["choices"][0]["message"]["content"])
+
+    def test_streamed(self):
+        body = {"model": ALIAS, "messages": self.USER, "max_tokens": 64, "temperature": 0,
+                "stream": True, "format": self.SCHEMA}
+        r = request(self.port, "POST", "/api/chat", body, timeout=120)
+        self.assertEqual(r.status, 200, r.body[:300])
+        lines = [json.loads(l) for l in r.body.decode().splitlines() if l.strip()]
+        self.assertGreater(len(lines), 2)
+        self.assert_of_schema("".join(l["message"]["content"] for l in lines))
+        self.assertTrue(lines[-1]["done"])
+        body = {"model": ALIAS, "messages": self.USER, "max_tokens": 64, "temperature": 0,
+                "stream": True, "response_format": {
+                    "type": "json_schema", "json_schema": {"name": "w", "schema": self.SCHEMA}}}
+        r = request(self.port, "POST", "/v1/chat/completions", body, timeout=120)
+        self.assertEqual(r.status, 200, r.body[:300])
+        text = "".join(c["delta"].get("content") or ""
+                       for line in r.body.decode().split("\n\n") if line.startswith("data: {")
+                       for c in json.loads(line[6:])["choices"])
+        self.assert_of_schema(text)
+
+    def test_a_regex_is_refused_naming_it(self):
+        r = request(self.port, "POST", "/generate", {
+            "text": "x", "sampling_params": {"max_new_tokens": 4, "regex": "[0-9]+"}})
+        self.assertEqual(r.status, 400, r.body[:300])
+        self.assertIn("sampling_params.regex", r.json()["error"]["message"])
+
+
 class TestRealEngineLogprobs(_RealEngine):
     """Log probabilities from the real engine (n_probs, and its chat route's logprobs) reach every
     client in its dialect: the same tokens, and the engine's logprobs (to 1e-3: two runs of the

@@ -123,6 +123,23 @@ inline std::string dom_edit_request(std::string_view text,
     if (e.logit_bias_pairs) {
         logit_bias_as_pairs(doc, a);
     }
+    if (e.schema_from_response_format && !doc.HasMember("json_schema")) {
+        const auto rf = doc.FindMember("response_format");
+        if (rf != doc.MemberEnd() && rf->value.IsObject()) {
+            const auto type = rf->value.FindMember("type");
+            const auto named = rf->value.FindMember("json_schema");
+            if (type != rf->value.MemberEnd() && type->value.IsString() &&
+                std::string_view(type->value.GetString(), type->value.GetStringLength()) ==
+                    "json_schema" &&
+                named != rf->value.MemberEnd() && named->value.IsObject()) {
+                const auto schema = named->value.FindMember("schema");
+                if (schema != named->value.MemberEnd() && !schema->value.IsNull()) {
+                    rapidjson::Value copy(schema->value, a);
+                    doc.AddMember("json_schema", copy, a);
+                }
+            }
+        }
+    }
     return canonical(doc);
 }
 

@@ -6,6 +6,7 @@
 
 #include "translators/anthropic/codec_impl.hpp"
 #include "translators/canonical/logprobs.hpp"
+#include "translators/canonical/output_format.hpp"
 
 namespace infergate::translators::anthropic {
 
@@ -347,43 +348,38 @@ void write_blocks(json::Writer& w, const GenerationRequest& req, const ChatMessa
         return;
     }
     // Text blocks, and each image where it came in the text.
-    size_t from = 0;
-    auto text = [&](size_t to) {
-        to = std::min(to, m.content.size());
-        if (to > from) {
+    canonical::for_each_part(
+        m,
+        [&](std::string_view text) {
             w.StartObject();
             wire::key(w, "type");
             wire::string(w, "text");
             wire::key(w, "text");
-            wire::string(w, std::string_view(m.content).substr(from, to - from));
+            wire::string(w, text);
             w.EndObject();
-            from = to;
-        }
-    };
-    for (const canonical::Image& image : m.images) {
-        text(image.at);
-        w.StartObject();
-        wire::key(w, "type");
-        wire::string(w, "image");
-        wire::key(w, "source");
-        w.StartObject();
-        if (!image.url.empty()) {
+        },
+        [&](const canonical::Image& image) {
+            w.StartObject();
             wire::key(w, "type");
-            wire::string(w, "url");
-            wire::key(w, "url");
-            wire::string(w, image.url);
-        } else {
-            wire::key(w, "type");
-            wire::string(w, "base64");
-            wire::key(w, "media_type");
-            wire::string(w, image.media_type);
-            wire::key(w, "data");
-            wire::string(w, image.data);
-        }
-        w.EndObject();
-        w.EndObject();
-    }
-    text(m.content.size());
+            wire::string(w, "image");
+            wire::key(w, "source");
+            w.StartObject();
+            if (!image.url.empty()) {
+                wire::key(w, "type");
+                wire::string(w, "url");
+                wire::key(w, "url");
+                wire::string(w, image.url);
+            } else {
+                wire::key(w, "type");
+                wire::string(w, "base64");
+                wire::key(w, "media_type");
+                wire::string(w, image.media_type);
+                wire::key(w, "data");
+                wire::string(w, image.data);
+            }
+            w.EndObject();
+            w.EndObject();
+        });
     const size_t i = static_cast<size_t>(&m - req.messages.data());
     for (size_t j = 0; j < m.tool_calls.size(); ++j) {
         const canonical::ToolCall& c = m.tool_calls[j];
@@ -594,14 +590,27 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
     }
     std::string tools;
     std::string tool_choice;
+    canonical::OutputFormat format;
     if (req.dialect != Dialect::anthropic) {
         const bool function_client =
             req.dialect == Dialect::openai_chat || req.dialect == Dialect::ollama_chat;
-        const auto refused = function_client ? canonical::refuse_foreign_extras(
-                                                   req, kBackend, {"tools", "tool_choice"})
-                                             : canonical::refuse_foreign_extras(req, kBackend);
+        const auto refused =
+            function_client
+                ? canonical::refuse_foreign_extras(req, kBackend, {"tools", "tool_choice"}, true)
+                : canonical::refuse_foreign_extras(req, kBackend, {}, true);
         if (refused) {
             return std::move(*refused);
+        }
+        auto fmt = canonical::output_format(req);
+        if (!fmt) {
+            return fmt.error();
+        }
+        format = std::move(fmt.value());
+        if (format.kind == canonical::OutputFormat::Kind::json_object ||
+            format.kind == canonical::OutputFormat::Kind::regex) {
+            return canonical::unsupported_format(
+                format, kBackend,
+                "Anthropic's output_config.format takes only a JSON schema; send a schema");
         }
         if (function_client) {
             if (auto err = anthropic_tools(req, tools, tool_choice)) {
@@ -728,6 +737,18 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
             wire::key(w, "tool_choice");
             json::write_raw(w, tool_choice);
         }
+    }
+    if (format.kind == canonical::OutputFormat::Kind::json_schema) {
+        wire::key(w, "output_config");
+        w.StartObject();
+        wire::key(w, "format");
+        w.StartObject();
+        wire::key(w, "type");
+        wire::string(w, "json_schema");
+        wire::key(w, "schema");
+        json::write_raw(w, format.schema);
+        w.EndObject();
+        w.EndObject();
     }
     if (!s.stop.empty()) {
         wire::key(w, "stop_sequences");

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "translators/canonical/json.hpp"
+#include "translators/canonical/output_format.hpp"
 #include "translators/canonical/stream_state.hpp"
 
 namespace infergate::canonical {
@@ -152,20 +153,23 @@ const Extra* find_extra(const GenerationRequest& req, std::string_view key) {
 }
 
 std::optional<Error> refuse_foreign_extras(const GenerationRequest& req, std::string_view backend,
-                                           std::initializer_list<std::string_view> carried) {
+                                           std::initializer_list<std::string_view> carried,
+                                           bool carries_output_format) {
     std::string path;
     for (const Extra& e : req.extras) {
         // "infergate.*" keys are markers a codec leaves for itself (TGI's POST / route), not a
         // client's setting.
         if (!e.inert && !e.key.starts_with("infergate.") &&
-            std::find(carried.begin(), carried.end(), e.key) == carried.end()) {
+            std::find(carried.begin(), carried.end(), e.key) == carried.end() &&
+            !(carries_output_format && is_output_format_key(req.dialect, e.key, false))) {
             path = e.key;
             break;
         }
     }
     if (path.empty()) {
         for (const Extra& e : req.sampling_extras) {
-            if (!e.inert) {
+            if (!e.inert &&
+                !(carries_output_format && is_output_format_key(req.dialect, e.key, true))) {
                 path.assign(sampling_prefix(req.dialect)).append(e.key);
                 break;
             }

@@ -132,6 +132,25 @@ struct ChatMessage {
     bool operator==(const ChatMessage&) const = default;
 };
 
+// A message's text and images in the order they came: `on_text(std::string_view)` for each run
+// of text between images (none when empty), `on_image(const Image&)` for each image.
+template <class OnText, class OnImage>
+void for_each_part(const ChatMessage& m, OnText&& on_text, OnImage&& on_image) {
+    size_t from = 0;
+    const auto text = [&](size_t to) {
+        to = to < m.content.size() ? to : m.content.size();
+        if (to > from) {
+            on_text(std::string_view(m.content).substr(from, to - from));
+            from = to;
+        }
+    };
+    for (const Image& image : m.images) {
+        text(image.at);
+        on_image(image);
+    }
+    text(m.content.size());
+}
+
 // A message of text only.
 inline ChatMessage text_message(std::string role, std::string content) {
     ChatMessage m;
@@ -287,13 +306,15 @@ bool penalties_active(const SamplingParams& s);
 
 // The first client parameter of `req` that a backend of another dialect family cannot carry
 // (an extra that is not inert), as a 400 that names it by its path in the client's body
-// (`options.mirostat`, `sampling_params.regex`, `parameters.grammar`) and says that only a
+// (`options.mirostat`, `sampling_params.ebnf`, `parameters.adapter_id`) and says that only a
 // backend speaking the client's own dialect takes it. `backend` names the backend for the
 // message ("a TGI backend"). nullopt when there is none.
 // `carried`: keys the backend's encoder writes itself (a client's `tools` and `tool_choice`,
-// through function_tools), not refused.
+// through function_tools), not refused. `carries_output_format`: the encoder writes the
+// client's structured output (canonical/output_format.hpp), so its keys are not refused.
 std::optional<Error> refuse_foreign_extras(const GenerationRequest& req, std::string_view backend,
-                                           std::initializer_list<std::string_view> carried = {});
+                                           std::initializer_list<std::string_view> carried = {},
+                                           bool carries_output_format = false);
 
 // The extra named `key`, or null.
 const Extra* find_extra(const GenerationRequest& req, std::string_view key);

@@ -52,7 +52,7 @@ constexpr canonical::InertRule kInert[] = {
     {"mirostat_tau", "*"}, {"mirostat_eta", "*"}, {"n_indent", "0"},
     {"t_max_predict_ms", "0|-1"}, {"response_fields", "[]"}, {"xtc_probability", "0|0.0"},
     {"dynatemp_range", "0|0.0"}, {"dry_multiplier", "0|0.0"}, {"mirostat", "0"},
-    {"min_keep", "0"}, {"post_sampling_probs", "false"}, {"json_schema", "{}"},
+    {"min_keep", "0"}, {"post_sampling_probs", "false"},
     {"grammar", "\"\""}, {"grammar_lazy", "false"}, {"grammar_triggers", "[]"},
     {"preserved_tokens", "[]"}, {"logit_bias", "[]|{}"}, {"timings_per_token", "false"},
     {"return_tokens", "false"}, {"image_data", "[]"}, {"multimodal_data", "[]"}};

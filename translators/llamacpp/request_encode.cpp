@@ -5,6 +5,7 @@
 
 #include "translators/canonical/json.hpp"
 #include "translators/canonical/logprobs.hpp"
+#include "translators/canonical/output_format.hpp"
 #include "translators/llamacpp/codec_impl.hpp"
 
 namespace infergate::translators::llamacpp {
@@ -94,7 +95,7 @@ OptErr refuse(const GenerationRequest& req) {
             "llama-server writes special tokens only when started with --special; leave it out");
     }
     if (req.dialect != Dialect::llamacpp) {
-        return canonical::refuse_foreign_extras(req, "a llama.cpp backend");
+        return canonical::refuse_foreign_extras(req, "a llama.cpp backend", {}, true);
     }
     return std::nullopt;
 }
@@ -111,6 +112,20 @@ Result<std::string> LlamacppCodec::encode_request(const GenerationRequest& req,
                                                   const UpstreamOptions& options) const {
     if (OptErr e = refuse(req)) {
         return *e;
+    }
+    // Another family's structured output as llama.cpp's json_schema (its grammar is GBNF).
+    canonical::OutputFormat format;
+    if (req.dialect != Dialect::llamacpp) {
+        auto fmt = canonical::output_format(req);
+        if (!fmt) {
+            return fmt.error();
+        }
+        format = std::move(fmt.value());
+        if (format.kind == canonical::OutputFormat::Kind::regex) {
+            return canonical::unsupported_format(
+                format, "a llama.cpp backend",
+                "llama.cpp takes a JSON schema or a GBNF grammar, no regular expression");
+        }
     }
     const canonical::SamplingParams& s =
         req.item_sampling.empty() ? req.sampling : req.item_sampling.front();
@@ -182,6 +197,12 @@ Result<std::string> LlamacppCodec::encode_request(const GenerationRequest& req,
         // vocabulary for every token it reports; its TGI clients get null logprobs.)
         wire::key(w, "n_probs");
         w.Int64(std::max<int64_t>(1, req.top_logprobs.value_or(0)));
+    }
+    if (format.kind != canonical::OutputFormat::Kind::none) {
+        wire::key(w, "json_schema");
+        json::write_raw(w, format.kind == canonical::OutputFormat::Kind::json_schema
+                               ? std::string_view(format.schema)
+                               : canonical::kAnyObjectSchema);
     }
     wire::key(w, "stream");
     w.Bool(options.stream);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "translators/canonical/logprobs.hpp"
+#include "translators/canonical/output_format.hpp"
 #include "translators/ollama/impl.hpp"
 
 namespace infergate::translators::ollama {
@@ -183,7 +184,7 @@ std::optional<canonical::Error> check(const GenerationRequest& req, const Sampli
                            "Ollama never writes special tokens; leave it out");
     }
     if (!is_ollama(req.dialect)) {
-        return canonical::refuse_foreign_extras(req, kBackend, {"tools", "tool_choice"});
+        return canonical::refuse_foreign_extras(req, kBackend, {"tools", "tool_choice"}, true);
     }
     return std::nullopt;
 }
@@ -258,12 +259,23 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
         return std::move(*err);
     }
     canonical::FunctionTools tools;
+    canonical::OutputFormat format;
     if (!is_ollama(req.dialect)) {
         auto got = foreign_tools(req);
         if (!got) {
             return got.error();
         }
         tools = std::move(got.value());
+        auto fmt = canonical::output_format(req);
+        if (!fmt) {
+            return fmt.error();
+        }
+        format = std::move(fmt.value());
+        if (format.kind == canonical::OutputFormat::Kind::regex) {
+            return canonical::unsupported_format(
+                format, "an Ollama backend",
+                "Ollama's format takes \"json\" or a JSON schema, no regular expression");
+        }
     }
     std::string body;
     body.reserve(256 + (req.prompts.empty() ? 0 : req.prompts.front().text.size()) +
@@ -321,6 +333,13 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
             w.EndObject();
         }
         w.EndArray();
+    }
+    if (format.kind == canonical::OutputFormat::Kind::json_object) {
+        json::key(w, "format");
+        json::string(w, "json");
+    } else if (format.kind == canonical::OutputFormat::Kind::json_schema) {
+        json::key(w, "format");
+        json::write_raw(w, format.schema);
     }
     // Always explicit: Ollama streams when "stream" is absent.
     json::key(w, "stream");

@@ -115,6 +115,45 @@ int last_named(std::string_view text, const ObjectSpans& spans, std::string_view
     return -1;
 }
 
+// Whether member `m`'s value is the string `want` (escapes decoded).
+bool string_value_is(std::string_view text, const MemberSpan& m, std::string_view want) {
+    if (text[m.value_begin] != '"') {
+        return false;
+    }
+    const std::string_view raw = text.substr(m.value_begin + 1, m.value_end - m.value_begin - 2);
+    return raw.find('\\') == std::string_view::npos ? raw == want : json::unescape(raw) == want;
+}
+
+// The bytes of S in a response_format member {"type": "json_schema", "json_schema": {"schema":
+// S}} (the last of each key), S not null; empty when `member` is not such.
+std::string_view response_format_schema(std::string_view text, const MemberSpan& member) {
+    if (text[member.value_begin] != '{') {
+        return {};
+    }
+    ObjectSpans format;
+    if (!json::scan_object_at(text, member.value_begin, format)) {
+        return {};
+    }
+    const int type = last_named(text, format, "type");
+    const int named = last_named(text, format, "json_schema");
+    if (type < 0 || named < 0 ||
+        !string_value_is(text, format.members[static_cast<size_t>(type)], "json_schema")) {
+        return {};
+    }
+    const MemberSpan& js = format.members[static_cast<size_t>(named)];
+    ObjectSpans inner;
+    if (text[js.value_begin] != '{' || !json::scan_object_at(text, js.value_begin, inner)) {
+        return {};
+    }
+    const int schema = last_named(text, inner, "schema");
+    if (schema < 0) {
+        return {};
+    }
+    const MemberSpan& sm = inner.members[static_cast<size_t>(schema)];
+    const std::string_view value = text.substr(sm.value_begin, sm.value_end - sm.value_begin);
+    return value == "null" ? std::string_view() : value;
+}
+
 // The text of `options` (an object member's value in `text`) with each of `keys` set to true.
 bool stream_options_with(std::string_view text, const MemberSpan& options,
                          const std::vector<std::string_view>& keys, std::string& out) {
@@ -275,7 +314,7 @@ bool edit_request(std::string_view body, const RequestEdits& e, std::string& out
         return false;
     }
     s.edits.assign(s.spans.members.size(), MemberEdit{});
-    std::string_view added[2];
+    std::string_view added[3];
     size_t added_count = 0;
     std::string model;
     std::string model_member;
@@ -311,7 +350,7 @@ bool edit_request(std::string_view body, const RequestEdits& e, std::string& out
             }
         } else {
             // Absent, or not an object (null means absent to OpenAI): a new object.
-            value = "{";
+            value.assign(1, '{');
             for (size_t i = 0; i < options.size(); ++i) {
                 value += i == 0 ? "\"" : ",\"";
                 value += options[i];
@@ -353,6 +392,18 @@ bool edit_request(std::string_view body, const RequestEdits& e, std::string& out
             s.edits[static_cast<size_t>(at)] = {MemberEdit::Kind::replace, pairs};
         }
     }
+    std::string schema_member;
+    if (e.schema_from_response_format && last_named(body, s.spans, "json_schema") < 0) {
+        const int at = last_named(body, s.spans, "response_format");
+        if (at >= 0) {
+            const std::string_view schema =
+                response_format_schema(body, s.spans.members[static_cast<size_t>(at)]);
+            if (!schema.empty()) {
+                schema_member.append("\"json_schema\":").append(schema);
+                added[added_count++] = schema_member;
+            }
+        }
+    }
     out.append(body.substr(0, s.spans.open));
     rewrite_object(body, s.spans, s.edits, added, added_count, out);
     out.append(body.substr(s.spans.close + 1));
@@ -367,6 +418,7 @@ bool name_edits(Flavor flavor, bool keep_stop_str_sent, RequestEdits& edits) {
         edits.renames = kLlamacpp;
         edits.rename_count = std::size(kLlamacpp);
         edits.logit_bias_pairs = true;
+        edits.schema_from_response_format = true;
         return true;
     }
     if (flavor == Flavor::sglang && keep_stop_str_sent) {

@@ -57,6 +57,12 @@ struct RequestEdits {
     // place and its last value; so do two spellings of one id, "7" and "007"). Anything else is
     // left as it is.
     bool logit_bias_pairs = false;
+    // When the (last) top-level "response_format" is {"type": "json_schema", "json_schema":
+    // {"schema": S}} with S not null (the last of each key) and there is no top-level
+    // "json_schema", a member "json_schema": S is added (S's bytes as they are): llama-server
+    // reads a schema on its chat route there on every version, and c392e509 loses the one in
+    // response_format to a shadowed variable.
+    bool schema_from_response_format = false;
 };
 
 // Appends the request `body` with `edits` made to `out`. False, with nothing appended, when the
@@ -66,7 +72,8 @@ bool edit_request(std::string_view body, const RequestEdits& edits, std::string&
 // Sets in `edits` what an OpenAI client's request needs to mean the same to a backend of
 // `flavor` whose names differ from OpenAI's (docs/dialects.md, "Parameters"): llama-server reads
 // the budget only as max_tokens (releases before 2026), the repetition penalty as repeat_penalty
-// and logit_bias only as [[id, bias], ...]; SGLang's OpenAI layer reads vLLM's
+// and logit_bias only as [[id, bias], ...], and takes a response_format schema as a top-level
+// json_schema; SGLang's OpenAI layer reads vLLM's
 // include_stop_str_in_output as no_stop_trim (`keep_stop_str_sent`: the client sent it). False
 // when the backend reads the client's names as they are.
 bool name_edits(Flavor flavor, bool keep_stop_str_sent, RequestEdits& edits);

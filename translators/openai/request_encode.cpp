@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "translators/canonical/logprobs.hpp"
+#include "translators/canonical/output_format.hpp"
 #include "translators/openai/codec.hpp"
 #include "translators/openai/request_codec.hpp"
 
@@ -66,37 +67,91 @@ std::optional<canonical::Error> write_prompt(json::Writer& w, const GenerationRe
 // parts between them, image_url parts with the URL or a data URL.
 void write_parts(json::Writer& w, const ChatMessage& m) {
     w.StartArray();
-    size_t from = 0;
-    auto text = [&](size_t to) {
-        to = std::min(to, m.content.size());
-        if (to > from) {
+    canonical::for_each_part(
+        m,
+        [&](std::string_view text) {
             w.StartObject();
             json::key(w, "type");
             json::string(w, "text");
             json::key(w, "text");
-            json::string(w, std::string_view(m.content).substr(from, to - from));
+            json::string(w, text);
             w.EndObject();
-            from = to;
-        }
-    };
-    for (const canonical::Image& image : m.images) {
-        text(image.at);
-        w.StartObject();
-        json::key(w, "type");
-        json::string(w, "image_url");
-        json::key(w, "image_url");
-        w.StartObject();
-        json::key(w, "url");
-        if (!image.url.empty()) {
-            json::string(w, image.url);
-        } else {
-            json::string(w, "data:" + image.media_type + ";base64," + image.data);
-        }
-        w.EndObject();
-        w.EndObject();
-    }
-    text(m.content.size());
+        },
+        [&](const canonical::Image& image) {
+            w.StartObject();
+            json::key(w, "type");
+            json::string(w, "image_url");
+            json::key(w, "image_url");
+            w.StartObject();
+            json::key(w, "url");
+            if (!image.url.empty()) {
+                json::string(w, image.url);
+            } else {
+                json::string(w, "data:" + image.media_type + ";base64," + image.data);
+            }
+            w.EndObject();
+            w.EndObject();
+        });
     w.EndArray();
+}
+
+// Another family's structured output as the member this flavor's engine reads: OpenAI's
+// response_format, TGI's GrammarType in response_format, llama.cpp's json_schema (its chat
+// route reads it on every version; the pinned c392e509 loses a response_format json_schema to
+// a shadowed variable), vLLM's structured_outputs.regex, SGLang's regex. `key` empty: none.
+struct FormatMember {
+    std::string_view key;
+    std::string json;
+};
+
+Result<FormatMember> format_member(const canonical::OutputFormat& f, Flavor flavor) {
+    using Kind = canonical::OutputFormat::Kind;
+    const std::string_view backend = backend_name(flavor);
+    switch (f.kind) {
+        case Kind::none:
+            return FormatMember{};
+        case Kind::json_object:
+            if (flavor == Flavor::tgi) {
+                return canonical::unsupported_format(
+                    f, backend,
+                    "TGI's grammar takes only a JSON schema with properties; send a schema");
+            }
+            if (flavor == Flavor::llamacpp) {
+                return FormatMember{"json_schema", std::string(canonical::kAnyObjectSchema)};
+            }
+            return FormatMember{"response_format", canonical::openai_response_format(f)};
+        case Kind::json_schema:
+            if (flavor == Flavor::tgi) {
+                return FormatMember{"response_format", canonical::tgi_grammar(f)};
+            }
+            if (flavor == Flavor::llamacpp) {
+                return FormatMember{"json_schema", f.schema};
+            }
+            return FormatMember{"response_format", canonical::openai_response_format(f)};
+        case Kind::regex:
+            break;
+    }
+    if (flavor == Flavor::tgi) {
+        return FormatMember{"response_format", canonical::tgi_grammar(f)};
+    }
+    if (flavor != Flavor::vllm && flavor != Flavor::sglang) {
+        return canonical::unsupported_format(
+            f, backend,
+            "its OpenAI-compatible API has no regular-expression constraint (vLLM, SGLang and "
+            "TGI have one); send a JSON schema, or use such a backend");
+    }
+    std::string out;
+    json::StringOut os{&out};
+    json::Writer w(os);
+    if (flavor == Flavor::vllm) {
+        w.StartObject();
+        json::key(w, "regex");
+        json::string(w, f.regex);
+        w.EndObject();
+        return FormatMember{"structured_outputs", std::move(out)};
+    }
+    json::string(w, f.regex);
+    return FormatMember{"regex", std::move(out)};
 }
 
 void write_messages(json::Writer& w, const GenerationRequest& req) {
@@ -341,22 +396,32 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     // Another family's function tools: an Ollama client's are OpenAI's own shape, an Anthropic
     // client's are converted (and its tool_choice).
     canonical::FunctionTools tools;
+    FormatMember format;
     if (!openai_client) {
         const bool ollama_client = req.dialect == canonical::Dialect::ollama_chat;
         const bool anthropic_client = req.dialect == canonical::Dialect::anthropic;
         std::optional<canonical::Error> refused;
         if (ollama_client) {
-            refused =
-                canonical::refuse_foreign_extras(req, backend_name(options.flavor), {"tools"});
+            refused = canonical::refuse_foreign_extras(req, backend_name(options.flavor), {"tools"},
+                                                       true);
         } else if (anthropic_client) {
             refused = canonical::refuse_foreign_extras(req, backend_name(options.flavor),
-                                                       {"tools", "tool_choice"});
+                                                       {"tools", "tool_choice"}, true);
         } else {
-            refused = canonical::refuse_foreign_extras(req, backend_name(options.flavor));
+            refused = canonical::refuse_foreign_extras(req, backend_name(options.flavor), {}, true);
         }
         if (refused) {
             return std::move(*refused);
         }
+        auto fmt = canonical::output_format(req);
+        if (!fmt) {
+            return fmt.error();
+        }
+        auto member = format_member(*fmt, options.flavor);
+        if (!member) {
+            return member.error();
+        }
+        format = std::move(member.value());
         if (ollama_client || anthropic_client) {
             auto got = canonical::function_tools(req, backend_name(options.flavor));
             if (!got) {
@@ -402,6 +467,10 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
             json::key(w, "parallel_tool_calls");
             w.Bool(false);
         }
+    }
+    if (!format.key.empty()) {
+        json::key(w, format.key);
+        json::write_raw(w, format.json);
     }
     if (options.stream) {
         // Ask for usage where the backend accepts it: metrics need the backend's own counts, and

@@ -3,6 +3,7 @@
 // §4.4, §10.4, §10.5).
 
 #include "translators/canonical/logprobs.hpp"
+#include "translators/canonical/output_format.hpp"
 #include "translators/sglang/codec_impl.hpp"
 #include "translators/sglang/wire.hpp"
 
@@ -26,7 +27,9 @@ std::optional<int64_t> client_default_max_tokens(canonical::Dialect d) {
 }
 
 // Writes only keys SGLang's SamplingParams accepts: anything else fails the request there.
-void write_sampling(wire::Writer& w, const SamplingParams& sp, const GenerationRequest& req) {
+// `format`: another family's structured output (SGLang's own clients' keys pass as they are).
+void write_sampling(wire::Writer& w, const SamplingParams& sp, const GenerationRequest& req,
+                    const canonical::OutputFormat& format) {
     w.StartObject();
     if (const auto budget =
             sp.max_tokens ? sp.max_tokens : client_default_max_tokens(req.dialect)) {
@@ -83,6 +86,16 @@ void write_sampling(wire::Writer& w, const SamplingParams& sp, const GenerationR
             w.Double(b.bias);
         }
         w.EndObject();
+    }
+    if (format.kind == canonical::OutputFormat::Kind::regex) {
+        wire::key(w, "regex");
+        wire::string(w, format.regex);
+    } else if (format.kind != canonical::OutputFormat::Kind::none) {
+        // A string holding the schema; "any JSON object" as SGLang's own OpenAI layer sends it.
+        wire::key(w, "json_schema");
+        wire::string(w, format.kind == canonical::OutputFormat::Kind::json_schema
+                            ? std::string_view(format.schema)
+                            : canonical::kAnyObjectSchema);
     }
     if (req.dialect == canonical::Dialect::sglang) {
         // Only an SGLang client's own sampling keys (json_schema, regex, ...) mean anything here;
@@ -187,10 +200,16 @@ Result<std::string> SglangCodec::encode_request(const GenerationRequest& req,
             return std::move(*err);
         }
     }
+    canonical::OutputFormat format;
     if (req.dialect != Dialect::sglang) {
-        if (auto err = canonical::refuse_foreign_extras(req, "an SGLang backend")) {
+        if (auto err = canonical::refuse_foreign_extras(req, "an SGLang backend", {}, true)) {
             return std::move(*err);
         }
+        auto fmt = canonical::output_format(req);
+        if (!fmt) {
+            return fmt.error();
+        }
+        format = std::move(fmt.value());
     }
     const bool single = !req.prompt_is_list && req.prompts.size() == 1;
 
@@ -210,11 +229,11 @@ Result<std::string> SglangCodec::encode_request(const GenerationRequest& req,
     }
     wire::key(*w, "sampling_params");
     if (req.item_sampling.empty()) {
-        write_sampling(*w, req.sampling, req);
+        write_sampling(*w, req.sampling, req, format);
     } else {
         w->StartArray();
         for (const SamplingParams& sp : req.item_sampling) {
-            write_sampling(*w, sp, req);
+            write_sampling(*w, sp, req, format);
         }
         w->EndArray();
     }

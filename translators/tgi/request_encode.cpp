@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "translators/canonical/logprobs.hpp"
+#include "translators/canonical/output_format.hpp"
 #include "translators/tgi/codec_impl.hpp"
 
 namespace infergate::translators::tgi {
@@ -163,7 +164,7 @@ std::optional<Error> untranslatable(const GenerationRequest& req, const Sampling
         return unsupported("skip_special_tokens", "TGI never writes special tokens; leave it out");
     }
     if (req.dialect != Dialect::tgi) {
-        return canonical::refuse_foreign_extras(req, "a TGI backend");
+        return canonical::refuse_foreign_extras(req, "a TGI backend", {}, true);
     }
     return std::nullopt;
 }
@@ -178,6 +179,20 @@ Result<std::string> TgiCodec::encode_request(const GenerationRequest& req,
     }
     if (auto err = check_logprobs(req, sp, options.stream)) {
         return *err;
+    }
+    // Another family's structured output as TGI's grammar.
+    canonical::OutputFormat format;
+    if (req.dialect != Dialect::tgi) {
+        auto fmt = canonical::output_format(req);
+        if (!fmt) {
+            return fmt.error();
+        }
+        format = std::move(fmt.value());
+        if (format.kind == canonical::OutputFormat::Kind::json_object) {
+            return canonical::unsupported_format(
+                format, "a TGI backend",
+                "TGI's grammar takes only a JSON schema with properties; send a schema");
+        }
     }
     std::string out;
     json::StringOut os{&out};
@@ -252,6 +267,10 @@ Result<std::string> TgiCodec::encode_request(const GenerationRequest& req,
     if (canonical::wants_prompt_logprobs(req)) {
         wire::key(w, "decoder_input_details");
         w.Bool(true);
+    }
+    if (format.kind != canonical::OutputFormat::Kind::none) {
+        wire::key(w, "grammar");
+        json::write_raw(w, canonical::tgi_grammar(format));
     }
     if (req.dialect == Dialect::tgi) {
         // TGI → TGI: its own parameters pass through (nothing else would understand them).

@@ -216,11 +216,15 @@ TEST_CASE("llamacpp encode_request: other dialects' requests") {
     // A list of one is that prompt: llama-server answers it as it answers a single prompt.
     CHECK(encode_ok(req) == R"({"prompt":"z","model":"m","n_predict":128,"stream":false})");
 
+    // Structured output is translated (json_schema); another family's unknown key is refused.
     req = text_request(Dialect::openai_completions, "a");
     req.extras.push_back({"response_format", R"({"type":"json_object"})"});
+    CHECK(encode_ok(req) == R"({"prompt":"a","n_predict":16,"json_schema":{"type":"object"},)"
+                            R"("stream":false})");
+    req.extras.push_back({"best_of", "2"});
     auto refused = llama().encode_request(req, {});
     REQUIRE_FALSE(refused.ok());
-    CHECK(refused.error().param == "response_format");
+    CHECK(refused.error().param == "best_of");
 }
 
 TEST_CASE("llamacpp encode_request: what cannot be translated is a clear 400") {

@@ -258,6 +258,47 @@ TEST_CASE("passthrough: logit_bias reaches llama.cpp in its [[id, bias]] form") 
     }
 }
 
+TEST_CASE("passthrough: a response_format schema reaches llama.cpp as json_schema too") {
+    // llama-server c392e509 loses response_format's schema (a shadowed variable); its chat
+    // route reads a top-level json_schema on every version. The schema's bytes are copied.
+    const openai::RequestEdits e = llamacpp_edits();
+    CHECK(
+        edited_request(
+            R"({"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type": "object"}}}})",
+            e) ==
+        R"({"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type": "object"}}},"json_schema":{"type": "object"}})");
+    // Spaces, CRLF, another key order, escapes in keys and values, repeated keys (the last
+    // counts, as Python's json reads it).
+    for (
+        const std::string body :
+        {"{ \"response_format\" : {\r\n \"json_schema\" : { \"schema\" : {\"a\":1} , "
+         "\"name\":\"n\"},\r\n \"type\" : \"json_schema\" } }",
+         R"({"response_format":{"t\u0079pe":"json\u005fschema","json_schema":{"schema":[1,{"x":"\""}]}}})",
+         R"({"response_format":{"type":"text","json_schema":{"schema":{}},"type":"json_schema"}})",
+         R"({"response_format":{"type":"json_schema","json_schema":{"schema":{"a":1},"schema":{"b":2}}}})",
+         R"({"response_format":{"type":"json_schema"},"response_format":{"type":"json_schema","json_schema":{"schema":true}}})"}) {
+        CAPTURE(body);
+        const std::string out = edited_request(body, e);
+        CHECK(out != body);
+        CHECK(canonical(out) == dom_edit_request(body, e));
+    }
+    // Nothing to add: another type, no schema, a null one, the type repeated last as another,
+    // or a json_schema the client already sent (llama.cpp reads that one).
+    for (
+        const std::string body :
+        {R"({"response_format":{"type":"json_object"}})",
+         R"({"response_format":{"type":"json_schema","json_schema":{"name":"n"}}})",
+         R"({"response_format":{"type":"json_schema","json_schema":{"schema":null}}})",
+         R"({"response_format":{"type":"json_schema","json_schema":{"schema":{}},"type":"text"}})",
+         R"({"response_format":{"type":"json_schema","json_schema":"x"}})",
+         R"({"response_format":null})",
+         R"({"json_schema":{"b":1},"response_format":{"type":"json_schema","json_schema":{"schema":{}}}})"}) {
+        CAPTURE(body);
+        CHECK(edited_request(body, e) == body);
+        CHECK(canonical(edited_request(body, e)) == dom_edit_request(body, e));
+    }
+}
+
 TEST_CASE("passthrough: which names each backend's OpenAI layer needs") {
     using infergate::translators::Flavor;
     openai::RequestEdits e;

@@ -102,11 +102,11 @@ TEST_CASE("sglang encode_request: every sampling key, batches and token prompts"
           R"("stream":false,"return_logprob":true,"top_logprobs_num":2,)"
           R"("return_text_in_logprobs":true})");
     // Another client's setting that SGLang cannot take is refused, never dropped.
-    req.extras = {{"response_format", R"({"type":"json_object"})"}};
+    req.extras = {{"best_of", "2"}};
     auto refused = sglang().encode_request(req, UpstreamOptions{});
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().status == 400);
-    CHECK(refused.error().param == "response_format");
+    CHECK(refused.error().param == "best_of");
     req.extras.clear();
     req.sampling_extras[0].inert = false;
     refused = sglang().encode_request(req, UpstreamOptions{});
