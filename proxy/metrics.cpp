@@ -203,6 +203,10 @@ void WorkerMetrics::request_finished(const RequestRecord& r) {
         tokens_[s * kTokenKinds + kCached].add(
             static_cast<uint64_t>(std::max<int64_t>(*r.cached_tokens, 0)));
     }
+    if (r.reasoning_tokens) {
+        tokens_[s * kTokenKinds + kReasoning].add(
+            static_cast<uint64_t>(std::max<int64_t>(*r.reasoning_tokens, 0)));
+    }
 
     if (r.upstream_connect_seconds) {
         upstream_connect_.observe(kConnectBuckets, *r.upstream_connect_seconds);

@@ -84,6 +84,7 @@ struct RequestRecord {
     std::optional<int64_t> prompt_tokens;  // from the backend's own usage
     std::optional<int64_t> completion_tokens;
     std::optional<int64_t> cached_tokens;
+    std::optional<int64_t> reasoning_tokens;            // of completion_tokens, where reported
     std::optional<double> upstream_connect_seconds;     // when a new connection was made
     std::optional<double> upstream_first_byte_seconds;  // request sent → response header
     double overhead_seconds = 0;  // e2e minus time spent waiting for the backend and the client

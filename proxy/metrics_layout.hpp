@@ -21,7 +21,7 @@ inline constexpr std::array<std::string_view, 5> kStatusClasses = {"2xx", "3xx",
                                                                    "none"};
 inline constexpr size_t kStatusClassCount = kStatusClasses.size();
 
-enum TokenKind : size_t { kPrompt, kCompletion, kCached, kTokenKinds };
+enum TokenKind : size_t { kPrompt, kCompletion, kCached, kReasoning, kTokenKinds };
 enum UnknownKind : size_t { kUnknownInput, kUnknownOutput, kUnknownKinds };
 
 // The histograms kept per [route][model].

@@ -266,6 +266,10 @@ std::string Metrics::render() const {
     token_counter("infergate_cached_prompt_tokens_total",
                   "Prompt tokens served from the backend's prefix cache, where it reports them.",
                   kCached);
+    token_counter("infergate_reasoning_tokens_total",
+                  "Of the completion tokens, those the model spent reasoning, where the backend "
+                  "reports them (OpenAI completion_tokens_details, SGLang reasoning_tokens).",
+                  kReasoning);
     {
         MetricFamily f = family("infergate_finish_reasons_total",
                                 "Answers by how the generation ended (tool_calls: the model "

@@ -139,6 +139,12 @@ Task<bool> relay_gather(Generation& g) {
             s.cached_tokens = c.usage.cached_tokens;
         }
         result.usage = state.aggregate_usage();
+        for (const auto& c : result.choices) {
+            if (c.usage.reasoning_tokens) {
+                result.usage.reasoning_tokens =
+                    result.usage.reasoning_tokens.value_or(0) + *c.usage.reasoning_tokens;
+            }
+        }
     }
     g.meter.note_usage(result.usage);
     for (const canonical::Choice& c : result.choices) {

@@ -180,6 +180,7 @@ void RequestMeter::note_usage(const canonical::Usage& usage) {
     record_.prompt_tokens = usage.prompt_tokens;
     record_.completion_tokens = usage.completion_tokens;
     record_.cached_tokens = usage.cached_tokens;
+    record_.reasoning_tokens = usage.reasoning_tokens;
 }
 
 void RequestMeter::note_upstream_error(UpstreamErrorKind kind) {

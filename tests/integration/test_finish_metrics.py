@@ -87,3 +87,45 @@ class Translated(_Finishes):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def reasoning_tokens(port: int) -> dict[str, float]:
+    """route -> infergate_reasoning_tokens_total, summed over the other labels."""
+    text = request(port, "GET", "/metrics").body.decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = re.match(r'infergate_reasoning_tokens_total\{(.*)\} (\S+)$', line)
+        if m:
+            route = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))["route"]
+            out[route] = out.get(route, 0) + float(m.group(2))
+    return out
+
+
+class ReasoningTokens(unittest.TestCase):
+    """Reasoning tokens are counted where the backend reports them: SGLang's OpenAI layer writes
+    usage.reasoning_tokens (the emulator: one per reasoning word). An OpenAI client takes the
+    fast path, an Ollama client a translated one; whole and streamed, each is counted once."""
+
+    REASONING = "Weigh it first, then answer."  # 5 words: 5 reasoning tokens
+
+    @classmethod
+    def setUpClass(cls):
+        cls.emu = start(cls, Emulator, "sglang", MODEL)
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.emu.url], model=MODEL)
+
+    def test_counted_on_the_fast_path_and_translated(self):
+        headers = {"X-Emulator-Reasoning": self.REASONING}
+        messages = [{"role": "user", "content": "Why?"}]
+        for route, path, body in (
+                ("openai_chat", "/v1/chat/completions",
+                 {"model": MODEL, "max_tokens": 8, "messages": messages}),
+                ("ollama_chat", "/api/chat",
+                 {"model": MODEL, "options": {"num_predict": 8}, "messages": messages})):
+            for streamed in (False, True):
+                with self.subTest(route=route, streamed=streamed):
+                    before = reasoning_tokens(self.proxy.port).get(route, 0)
+                    r = post_json(self.proxy.port, path, {**body, "stream": streamed}, headers)
+                    self.assertEqual(r.status, 200, r.body[:300])
+                    self.assertIn(b"Weigh", r.body)
+                    after = reasoning_tokens(self.proxy.port).get(route, 0)
+                    self.assertEqual(after - before, 5)

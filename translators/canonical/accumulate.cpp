@@ -17,6 +17,10 @@ int64_t TokenTally::add(const StreamEvent& ev) {
         completion.resize(i + 1, -1);
         prompt.resize(i + 1);
         cached.resize(i + 1);
+        reasoning.resize(i + 1);
+    }
+    if (ev.usage.reasoning_tokens) {
+        reasoning[i] = ev.usage.reasoning_tokens;
     }
     if (ev.usage.prompt_tokens) {
         prompt[i] = ev.usage.prompt_tokens;
@@ -42,6 +46,9 @@ Usage TokenTally::total() const {
     for (size_t i = 0; i < completion.size(); ++i) {
         if (completion[i] >= 0) {
             u.completion_tokens = u.completion_tokens.value_or(0) + completion[i];
+        }
+        if (reasoning[i]) {
+            u.reasoning_tokens = u.reasoning_tokens.value_or(0) + *reasoning[i];
         }
         if (i % per_prompt == 0) {  // the prompt counts once per prompt, not per choice
             if (prompt[i]) {
@@ -115,6 +122,9 @@ void apply_to_result(const StreamEvent& ev, GenerationResult& result) {
     }
     if (ev.usage.cached_tokens) {
         c.usage.cached_tokens = ev.usage.cached_tokens;
+    }
+    if (ev.usage.reasoning_tokens) {
+        c.usage.reasoning_tokens = ev.usage.reasoning_tokens;
     }
 }
 

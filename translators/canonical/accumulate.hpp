@@ -18,6 +18,7 @@ struct TokenTally {
     std::vector<int64_t> completion;  // per choice; -1 = never reported
     std::vector<std::optional<int64_t>> prompt;
     std::vector<std::optional<int64_t>> cached;
+    std::vector<std::optional<int64_t>> reasoning;  // per choice, where reported
     std::optional<Usage> final_usage;
     // Takes one decoded event; returns the tokens a content chunk carried (its running count's
     // increase; 1 when the backend reports no running count).

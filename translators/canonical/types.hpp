@@ -394,6 +394,9 @@ struct Usage {
     std::optional<int64_t> prompt_tokens;
     std::optional<int64_t> completion_tokens;
     std::optional<int64_t> cached_tokens;
+    // Of completion_tokens, those spent reasoning, where the backend reports them (OpenAI
+    // completion_tokens_details.reasoning_tokens, SGLang usage and meta_info reasoning_tokens).
+    std::optional<int64_t> reasoning_tokens;
 
     bool operator==(const Usage&) const = default;
 };

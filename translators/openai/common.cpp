@@ -107,6 +107,14 @@ canonical::Usage read_usage(const json::Value& usage) {
         details != nullptr) {
         u.cached_tokens = int_member(*details, "cached_tokens");
     }
+    // OpenAI's place, then SGLang's (its UsageInfo writes 0 without a reasoning parser).
+    if (const json::Value* details = json::find(usage, "completion_tokens_details");
+        details != nullptr) {
+        u.reasoning_tokens = int_member(*details, "reasoning_tokens");
+    }
+    if (!u.reasoning_tokens) {
+        u.reasoning_tokens = int_member(usage, "reasoning_tokens");
+    }
     return u;
 }
 
@@ -144,6 +152,13 @@ void write_usage(json::Writer& w, const canonical::Usage& usage) {
         w.StartObject();
         json::key(w, "cached_tokens");
         w.Int64(*usage.cached_tokens);
+        w.EndObject();
+    }
+    if (usage.reasoning_tokens.value_or(0) > 0) {  // 0: what any answer without reasoning means
+        json::key(w, "completion_tokens_details");
+        w.StartObject();
+        json::key(w, "reasoning_tokens");
+        w.Int64(*usage.reasoning_tokens);
         w.EndObject();
     }
     w.EndObject();

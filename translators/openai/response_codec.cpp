@@ -28,6 +28,9 @@ Usage response_usage(const GenerationResult& result, int n) {
             total.completion_tokens =
                 total.completion_tokens.value_or(0) + *c.usage.completion_tokens;
         }
+        if (c.usage.reasoning_tokens) {
+            total.reasoning_tokens = total.reasoning_tokens.value_or(0) + *c.usage.reasoning_tokens;
+        }
         if (c.index % per_prompt == 0) {
             if (c.usage.prompt_tokens) {
                 total.prompt_tokens = total.prompt_tokens.value_or(0) + *c.usage.prompt_tokens;

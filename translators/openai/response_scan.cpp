@@ -12,14 +12,15 @@ namespace {
 
 // What the value being read is to the caller.
 enum class Role {
-    other,    // anything: validated and skipped
-    root,     // the document: must be an object
-    choices,  // the first top-level "choices": must be an array of objects
-    choice,   // one of its elements: its first "finish_reason" is read
-    finish,   // a choice's finish_reason: read when it is a string
-    usage,    // the first top-level "usage": its counts are read when it is an object
-    details,  // usage's first "prompt_tokens_details": its cached_tokens is read
-    count,    // a count: read when it is an int64
+    other,           // anything: validated and skipped
+    root,            // the document: must be an object
+    choices,         // the first top-level "choices": must be an array of objects
+    choice,          // one of its elements: its first "finish_reason" is read
+    finish,          // a choice's finish_reason: read when it is a string
+    usage,           // the first top-level "usage": its counts are read when it is an object
+    details,         // usage's first "prompt_tokens_details": its cached_tokens is read
+    output_details,  // usage's first "completion_tokens_details": its reasoning_tokens is read
+    count,           // a count: read when it is an int64
 };
 
 // A recursive-descent validator of RFC 8259 JSON over the raw bytes (json::Cursor's tokens). It
@@ -38,6 +39,8 @@ public:
         if (!cur_.at_end()) {
             return std::nullopt;  // trailing bytes
         }
+        // As read_usage: OpenAI's completion_tokens_details first, then SGLang's member.
+        usage_.reasoning_tokens = detailed_reasoning_ ? detailed_reasoning_ : plain_reasoning_;
         return usage_;
     }
     canonical::FinishKind finish() const { return finish_; }
@@ -138,10 +141,22 @@ private:
                 } else if (key == "prompt_tokens_details" && !seen_details_) {
                     seen_details_ = true;
                     member = Role::details;
+                } else if (key == "completion_tokens_details" && !seen_output_details_) {
+                    seen_output_details_ = true;
+                    member = Role::output_details;
+                } else if (key == "reasoning_tokens" && !seen_plain_reasoning_) {
+                    seen_plain_reasoning_ = true;
+                    member = Role::count;
+                    count_ = &plain_reasoning_;
                 }
             } else if (role == Role::choice && key == "finish_reason" && !seen_finish) {
                 seen_finish = true;
                 member = Role::finish;
+            } else if (role == Role::output_details && key == "reasoning_tokens" &&
+                       !seen_detailed_reasoning_) {
+                seen_detailed_reasoning_ = true;
+                member = Role::count;
+                count_ = &detailed_reasoning_;
             } else if (role == Role::details && key == "cached_tokens" && !seen_cached_) {
                 seen_cached_ = true;
                 member = Role::count;
@@ -194,6 +209,11 @@ private:
     bool seen_completion_ = false;
     bool seen_details_ = false;
     bool seen_cached_ = false;
+    std::optional<int64_t> detailed_reasoning_;  // completion_tokens_details.reasoning_tokens
+    std::optional<int64_t> plain_reasoning_;     // usage.reasoning_tokens (SGLang)
+    bool seen_output_details_ = false;
+    bool seen_detailed_reasoning_ = false;
+    bool seen_plain_reasoning_ = false;
 };
 
 }  // namespace

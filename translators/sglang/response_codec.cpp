@@ -189,6 +189,7 @@ Result<GenerationResult> SglangCodec::decode_response(std::string_view body,
     for (size_t i = 0; i < result.choices.size(); ++i) {
         const Usage& u = result.choices[i].usage;
         add(result.usage.completion_tokens, u.completion_tokens);
+        add(result.usage.reasoning_tokens, u.reasoning_tokens);
         if (i % n == 0) {
             add(result.usage.prompt_tokens, u.prompt_tokens);
             add(result.usage.cached_tokens, u.cached_tokens);

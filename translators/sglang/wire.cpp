@@ -164,6 +164,10 @@ std::optional<std::string> read_counts(const json::Value& meta_info, canonical::
         usage.cached_tokens =
             json::get_int(meta_info, "cached_tokens", "meta_info.cached_tokens", err, 0);
     }
+    if (!err) {
+        usage.reasoning_tokens =
+            json::get_int(meta_info, "reasoning_tokens", "meta_info.reasoning_tokens", err, 0);
+    }
     if (err) {
         return std::move(err->message);
     }

@@ -254,6 +254,28 @@ TEST_SUITE("openai fast-path response check") {
         CHECK(u.value().usage.completion_tokens == 7);
     }
 
+    TEST_CASE("reasoning tokens: OpenAI's completion_tokens_details, else SGLang's usage member") {
+        auto both = [](std::string_view usage) {
+            const std::string body =
+                R"({"id":"x","object":"chat.completion","created":1,"model":"m","choices":[)"
+                R"({"index":0,"message":{"role":"assistant","content":"a"},"finish_reason":"stop"}],)"
+                R"("usage":)" +
+                std::string(usage) + "}";
+            check_agrees(chat(), body);
+            REQUIRE(openai::scan_response_usage(body).has_value());
+            return chat().decode_response(body, {}).value().usage.reasoning_tokens;
+        };
+        CHECK(both(R"({"prompt_tokens":3,"completion_tokens":9,"total_tokens":12,)"
+                   R"("completion_tokens_details":{"reasoning_tokens":5,"audio_tokens":0}})") == 5);
+        CHECK(both(R"({"prompt_tokens":3,"completion_tokens":9,"reasoning_tokens":4})") == 4);
+        CHECK(both(R"({"reasoning_tokens":4, "completion_tokens_details" : )"
+                   R"({ "reasoning_tokens" : 6 }, "completion_tokens":9})") == 6);
+        CHECK(both(R"({"completion_tokens":9,"completion_tokens_details":null,)"
+                   R"("reasoning_tokens":2})") == 2);
+        CHECK_FALSE(both(R"({"completion_tokens":9,"completion_tokens_details":{}})"));
+        CHECK_FALSE(both(R"({"completion_tokens":9,"reasoning_tokens":"7"})"));
+    }
+
     TEST_CASE("the finish, read by the scan as the full decode reads it, tool_calls first") {
         using infergate::canonical::FinishKind;
         auto finish = [](std::string_view body) {
