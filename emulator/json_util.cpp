@@ -44,6 +44,36 @@ std::string py_number(const rapidjson::Value& v) {
     return "?";
 }
 
+std::string py_repr(std::string_view text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    const char quote =
+        text.find('\'') != std::string_view::npos && text.find('"') == std::string_view::npos
+            ? '"'
+            : '\'';
+    std::string out(1, quote);
+    for (char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (ch == '\\' || ch == quote) {
+            out += '\\';
+            out += ch;
+        } else if (ch == '\n') {
+            out += "\\n";
+        } else if (ch == '\r') {
+            out += "\\r";
+        } else if (ch == '\t') {
+            out += "\\t";
+        } else if (c < 0x20 || c == 0x7f) {
+            out += "\\x";
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        } else {
+            out += ch;
+        }
+    }
+    out += quote;
+    return out;
+}
+
 void py_json_string(std::string_view text, std::string& out) {
     static constexpr char kHex[] = "0123456789abcdef";
     auto escape = [&](std::uint32_t cp) {

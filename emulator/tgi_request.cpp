@@ -12,8 +12,10 @@ using rapidjson::Value;
 
 constexpr int kMaxStopSequences = 4;  // TGI's --max-stop-sequences default
 
+}  // namespace
+
 // serde_json reports where it gave up; for a complete document that is its last byte.
-std::string position_of_end(std::string_view body) {
+std::string serde_position(std::string_view body) {
     std::size_t end = body.size();
     while (end > 0 && (body[end - 1] == ' ' || body[end - 1] == '\n' || body[end - 1] == '\r' ||
                        body[end - 1] == '\t')) {
@@ -48,6 +50,8 @@ std::string serde_type(const Value& v) {
     return v.IsArray() ? "sequence" : "map";
 }
 
+namespace {
+
 class Parser {
 public:
     Parser(std::string_view body, const Options& options, TgiRequest& out)
@@ -57,7 +61,7 @@ public:
         return {TgiError::kShape,
                 "Failed to deserialize the JSON body into the target type: " + std::string(path) +
                     ": invalid type: " + serde_type(v) + ", expected " + std::string(expected) +
-                    position_of_end(body_)};
+                    serde_position(body_)};
     }
 
     TgiError run(const Value& doc, bool compat);
@@ -82,7 +86,7 @@ TgiError Parser::run(const Value& doc, bool compat) {
         return {TgiError::kShape,
                 "Failed to deserialize the JSON body into the target type: missing field "
                 "`inputs`" +
-                    position_of_end(body_)};
+                    serde_position(body_)};
     }
     if (!inputs->IsString()) {
         return shape("inputs", *inputs, "a string");
@@ -182,7 +186,7 @@ TgiError Parser::parameters(const Value& p) {
                         "Failed to deserialize the JSON body into the target type: parameters." +
                             std::string(name) + ": invalid value: integer `" +
                             std::to_string(v->GetInt64()) + "`, expected u32" +
-                            position_of_end(body_)};
+                            serde_position(body_)};
             }
             return shape(std::string("parameters.") + name, *v, unsigned_ ? "u32" : "i32");
         }
@@ -251,10 +255,11 @@ TgiError parse_tgi_request(std::string_view body, const rapidjson::Document& doc
                            bool compat, const Options& options, TgiRequest& out) {
     if (!doc_ok) {
         const std::size_t at = std::min<std::size_t>(doc.GetErrorOffset(), body.size());
-        return {TgiError::kSyntax,
-                "Failed to parse the request body as JSON: " +
-                    std::string(at >= body.size() ? "EOF while parsing a value" : "expected value") +
-                    position_of_end(body.substr(0, at + (at < body.size() ? 1 : 0)))};
+        return {
+            TgiError::kSyntax,
+            "Failed to parse the request body as JSON: " +
+                std::string(at >= body.size() ? "EOF while parsing a value" : "expected value") +
+                serde_position(body.substr(0, at + (at < body.size() ? 1 : 0)))};
     }
     Parser parser(body, options, out);
     return parser.run(doc, compat);
