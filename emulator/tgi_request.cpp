@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "emulator/format.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/stream.hpp"
 
@@ -75,6 +76,7 @@ private:
     std::optional<double> temperature_, top_p_, typical_p_, repetition_penalty_, frequency_;
     std::optional<std::int64_t> top_k_, max_new_tokens_, top_n_tokens_;
     bool do_sample_ = false;
+    std::optional<std::string> grammar_invalid_;  // validation.rs checks the grammar last
 };
 
 TgiError Parser::run(const Value& doc, bool compat) {
@@ -151,6 +153,9 @@ TgiError Parser::run(const Value& doc, bool compat) {
                        " `inputs` tokens and " + std::to_string(budget) + " `max_new_tokens`");
     }
     out_.max_new_tokens = static_cast<int>(budget);
+    if (grammar_invalid_) {
+        return invalid(std::move(*grammar_invalid_));
+    }
     out_.sampling = do_sample_ || temperature_ || top_p_ || top_k_ || typical_p_;
     // TGI keeps the stop sequence (and the rest of its token) in the text.
     out_.stop.keep_stop_string = true;
@@ -219,6 +224,16 @@ TgiError Parser::parameters(const Value& p) {
             out_.stop.strings.emplace_back(s.GetString(), s.GetStringLength());
         }
     }
+    FormatAsk grammar =
+        read_tgi_grammar(member(p, "grammar"), "parameters.grammar", serde_position(body_));
+    if (grammar.error && grammar.error->kind == FormatError::Kind::kShape) {
+        return {TgiError::kShape, "Failed to deserialize the JSON body into the target type: " +
+                                      grammar.error->where + ": " + grammar.error->message};
+    }
+    if (grammar.error) {
+        grammar_invalid_ = std::move(grammar.error->message);
+    }
+    out_.format = std::move(grammar.text);
     return {};
 }
 

@@ -26,6 +26,7 @@ struct TgiRequest {
     std::optional<std::uint64_t> seed;
     StopRules stop;
     bool stream = false;  // POST / only
+    std::optional<std::string> format;  // parameters.grammar's structured-output text (format.hpp)
 };
 
 struct TgiError {
