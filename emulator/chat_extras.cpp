@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include <rapidjson/writer.h>
-
 #include "emulator/wire_common.hpp"
 
 namespace infergate::emulator {
@@ -25,15 +23,6 @@ std::string_view str(const Value& v) {
 std::string_view string_member(const Value& obj, std::string_view name) {
     const Value* v = member(obj, name);
     return v != nullptr && v->IsString() ? str(*v) : std::string_view();
-}
-
-// A JSON value as compact text (an enum value that is not a string).
-std::string compact_json(const Value& v) {
-    std::string out;
-    StringSink sink(out);
-    rapidjson::Writer<StringSink> w(sink);
-    v.Accept(w);
-    return out;
 }
 
 std::string json_string(std::string_view s) {

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include <rapidjson/writer.h>
-
 #include "emulator/chat_extras.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/tgi_request.hpp"
@@ -47,14 +45,6 @@ FormatAsk refuse(Kind kind, std::string_view where, std::string message) {
     FormatAsk ask;
     ask.error = FormatError{kind, std::string(where), std::move(message)};
     return ask;
-}
-
-std::string compact_json(const Value& v) {
-    std::string out;
-    StringSink sink(out);
-    rapidjson::Writer<StringSink> w(sink);
-    v.Accept(w);
-    return out;
 }
 
 // Go's %q of a byte string: Go escapes, printable text as it is.

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include <rapidjson/error/en.h>
 
@@ -125,6 +126,48 @@ void py_json_string(std::string_view text, std::string& out) {
 bool parse_json(std::string_view body, rapidjson::Document& doc) {
     doc.Parse<rapidjson::kParseIterativeFlag>(body.data(), body.size());
     return !doc.HasParseError();
+}
+
+std::string compact_json(const rapidjson::Value& v) {
+    std::string out;
+    JsonWriter w(out);
+    struct Frame {
+        const rapidjson::Value* value;
+        rapidjson::SizeType next;
+    };
+    std::vector<Frame> open;
+    auto write = [&](const rapidjson::Value& x) {
+        if (x.IsObject()) {
+            w.StartObject();
+            open.push_back({&x, 0});
+        } else if (x.IsArray()) {
+            w.StartArray();
+            open.push_back({&x, 0});
+        } else {
+            x.Accept(w);  // a scalar: no recursion
+        }
+    };
+    write(v);
+    while (!open.empty()) {
+        const rapidjson::Value& x = *open.back().value;
+        const rapidjson::SizeType i = open.back().next++;
+        if (x.IsObject()) {
+            if (i == x.MemberCount()) {
+                w.EndObject();
+                open.pop_back();
+                continue;
+            }
+            const auto& m = *(x.MemberBegin() + i);
+            w.Key(m.name.GetString(), m.name.GetStringLength());
+            write(m.value);
+        } else if (i == x.Size()) {
+            w.EndArray();
+            open.pop_back();
+        } else {
+            write(x[i]);
+        }
+    }
+    return out;
 }
 
 const rapidjson::Value* member(const rapidjson::Value& obj, std::string_view name) {

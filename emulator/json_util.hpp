@@ -69,6 +69,9 @@ void py_json_string(std::string_view text, std::string& out);
 
 // Parses a request body. Iterative parsing keeps deep nesting off the stack.
 bool parse_json(std::string_view body, rapidjson::Document& doc);
+// A value of a request as compact JSON text, written iteratively: however deep the request
+// nests it, the stack does not grow (rapidjson's Accept recurses).
+std::string compact_json(const rapidjson::Value& v);
 
 // Typed lookups that tell "absent or null" apart from "present with the wrong type".
 enum class Lookup { kAbsent, kOk, kWrongType };

@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from smoke_styles import Sse, exchange, records  # noqa: E402
-from smoke_test import FAILURES, check, start  # noqa: E402
+from smoke_test import FAILURES, check, request, start  # noqa: E402
 
 PROMPT = "The capital of France is"
 CHAT = [{"role": "user", "content": "what is the weather in Paris?"}]
@@ -561,6 +561,17 @@ def check_refusals(port, dialect):
                              post(path, dict(body, model="m", stream=stream, format="xml")), 500,
                              '{"error":"invalid format: \\"\\\\\\"xml\\\\\\"\\"; expected '
                              '\\"json\\" or a valid JSON Schema object"}')
+        # Deep nesting is written without recursion: no stack overflow.
+        deep = "[" * 100000 + "]" * 100000
+        head = '{"model":"m","prompt":"hi","stream":false,"format":'
+        status, _, raw = request(port, "POST", "/api/generate", head + deep + "}")
+        check("ollama: a format nested 100000 deep -> 500 invalid format",
+              status == 500 and b"invalid format: " in raw, (status, raw[:200]))
+        status, _, raw = request(port, "POST", "/api/generate",
+                                 head + '{"properties":{"a":{"enum":[' + deep + "]}}}}")
+        check("ollama: a schema whose enum value nests 100000 deep",
+              status == 200 and json.loads(raw)["response"].startswith('{"a":[[[['),
+              (status, raw[:200]))
     elif dialect == "llamacpp":
         expect_error("llama.cpp chat: response_format type xml",
                      post("/v1/chat/completions", {"messages": CHAT, "response_format":
