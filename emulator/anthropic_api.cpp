@@ -5,6 +5,7 @@
 
 #include "emulator/api.hpp"
 #include "emulator/chat_extras.hpp"
+#include "emulator/format.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/wire_common.hpp"
 
@@ -416,8 +417,10 @@ net::awaitable<void> handle_messages(Request& req, Conn& conn, const Options& op
     r.stop.eos_after = req.knobs.eos_after;
     std::vector<ChoiceState> choices = generate_choices({r.key}, 1, r.max_tokens, r.stop);
     // Anthropic streams partial_json with json.dumps spacing.
-    const ChatPlan plan = plan_chat(read_chat_ask(doc, ChatFamily::kAnthropic), req.knobs,
-                                    {ArgsLayout::kPython, true, kMaxToolCalls});
+    ChatAsk ask = read_chat_ask(doc, ChatFamily::kAnthropic);
+    ask.format = read_anthropic_format(doc).text;
+    const ChatPlan plan =
+        plan_chat(std::move(ask), req.knobs, {ArgsLayout::kPython, true, kMaxToolCalls});
     if (plan.any()) {
         apply_plan(plan, choices, r.max_tokens);
     }

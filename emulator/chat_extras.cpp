@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include <rapidjson/writer.h>
-
 #include "emulator/wire_common.hpp"
 
 namespace infergate::emulator {
@@ -14,6 +12,9 @@ namespace {
 using rapidjson::Value;
 
 constexpr std::size_t kFragmentBytes = 8;  // the longest streamed argument fragment
+// How deep a structured-output value fills in nested objects; deeper ones are {} (a request's
+// schema may nest deeper than the stack should go).
+constexpr int kMaxSchemaNesting = 32;
 
 std::string_view str(const Value& v) {
     return {v.GetString(), v.GetStringLength()};
@@ -22,15 +23,6 @@ std::string_view str(const Value& v) {
 std::string_view string_member(const Value& obj, std::string_view name) {
     const Value* v = member(obj, name);
     return v != nullptr && v->IsString() ? str(*v) : std::string_view();
-}
-
-// A JSON value as compact text (an enum value that is not a string).
-std::string compact_json(const Value& v) {
-    std::string out;
-    StringSink sink(out);
-    rapidjson::Writer<StringSink> w(sink);
-    v.Accept(w);
-    return out;
 }
 
 std::string json_string(std::string_view s) {
@@ -59,11 +51,16 @@ std::string reversed(std::string_view s) {
     return out;
 }
 
-// The value the plan gives a property, from its schema.
-std::string arg_value(std::string_view name, const Value& schema) {
+ToolSpec tool_from_schema(std::string_view name, const Value* schema, int nest);
+
+// The value the plan gives a property, from its schema. `nest` > 0: an object with
+// `properties` gets its members too (structured output), down to that many more levels.
+std::string arg_value(std::string_view name, const Value& schema, int nest) {
     if (const Value* e = member(schema, "enum"); e != nullptr && e->IsArray() && !e->Empty()) {
         return compact_json((*e)[0]);
     }
+    const Value* props = member(schema, "properties");
+    const bool members = nest > 0 && props != nullptr && props->IsObject();
     std::string_view type;
     if (const Value* t = member(schema, "type")) {
         if (t->IsString()) {
@@ -89,19 +86,21 @@ std::string arg_value(std::string_view name, const Value& schema) {
     if (type == "array") {
         return "[]";
     }
-    if (type == "object") {
-        return "{}";
+    if (type == "object" || (type.empty() && members)) {
+        return members
+                   ? render_args(tool_from_schema(name, &schema, nest - 1), ArgsLayout::kCompact)
+                   : "{}";
     }
     return json_string(reversed(name));  // "string", and anything without a usable type
 }
 
-ToolSpec tool_from_schema(std::string_view name, const Value* schema) {
+ToolSpec tool_from_schema(std::string_view name, const Value* schema, int nest) {
     ToolSpec tool;
     tool.name = std::string(name);
     const Value* props = schema != nullptr ? member(*schema, "properties") : nullptr;
     if (props != nullptr && props->IsObject()) {
         for (const auto& m : props->GetObject()) {
-            tool.args.push_back({std::string(str(m.name)), arg_value(str(m.name), m.value)});
+            tool.args.push_back({std::string(str(m.name)), arg_value(str(m.name), m.value, nest)});
         }
     }
     return tool;
@@ -120,7 +119,7 @@ void read_function_tools(const Value& doc, ChatAsk& ask) {
         }
         const std::string_view name = string_member(*fn, "name");
         if (!name.empty()) {
-            ask.tools.push_back(tool_from_schema(name, member(*fn, "parameters")));
+            ask.tools.push_back(tool_from_schema(name, member(*fn, "parameters"), 0));
         }
     }
 }
@@ -136,7 +135,7 @@ void read_anthropic_tools(const Value& doc, ChatAsk& ask) {
         const std::string_view type = string_member(t, "type");
         const std::string_view name = string_member(t, "name");
         if (!name.empty() && (type.empty() || type == "custom")) {
-            ask.tools.push_back(tool_from_schema(name, member(t, "input_schema")));
+            ask.tools.push_back(tool_from_schema(name, member(t, "input_schema"), 0));
         }
     }
 }
@@ -441,9 +440,7 @@ ChatPlan plan_chat(ChatAsk ask, const Knobs& knobs, const PlanOptions& options) 
                              : std::string(kDefaultReasoning);
         plan.reasoning_ends = word_ends(plan.reasoning);
     }
-    if (ask.result) {
-        plan.text = std::move(ask.result);
-    } else if (ask.tools_on) {
+    if (!ask.result && ask.tools_on) {
         const int n = std::min(knobs.tool_calls, ask.parallel ? options.max_calls : 1);
         plan.named = ask.named.has_value();
         for (int k = 0; k < n; ++k) {
@@ -453,9 +450,16 @@ ChatPlan plan_chat(ChatAsk ask, const Knobs& knobs, const PlanOptions& options) 
             call.head = options.layout == ArgsLayout::kTgiStream ? 1 : 0;
             call.ends = fragment_ends(call.args, call.head);
         }
-    } else if (ask.images > 0) {
-        plan.text =
-            "images: " + std::to_string(ask.images) + ", bytes: " + std::to_string(ask.image_bytes);
+    }
+    // Calls leave no text; a format's text comes before the others.
+    if (plan.calls.empty() && ask.format) {
+        plan.text = std::move(ask.format);
+        plan.text_ends = format_pieces(*plan.text);
+    } else if (plan.calls.empty() && (ask.result || ask.images > 0)) {
+        plan.text = ask.result ? std::move(*ask.result)
+                               : "images: " + std::to_string(ask.images) +
+                                     ", bytes: " + std::to_string(ask.image_bytes);
+        plan.text_ends = word_ends(*plan.text);
     }
     plan.tools = std::move(ask.tools);
     return plan;
@@ -493,12 +497,34 @@ void lead_spans(const ChatPlan& plan, int from, int to, std::vector<LeadSpan>& o
     }
 }
 
-Output scripted_output(std::string_view text, int budget) {
+std::string schema_value(const Value* schema) {
+    return render_args(tool_from_schema("", schema, kMaxSchemaNesting), ArgsLayout::kCompact);
+}
+
+std::vector<std::uint32_t> format_pieces(std::string_view text) {
+    if (text.empty()) {
+        return {};
+    }
+    std::size_t first = 1;  // the first character, a whole UTF-8 sequence
+    while (first < text.size() && (static_cast<unsigned char>(text[first]) & 0xc0) == 0x80) {
+        ++first;
+    }
+    std::vector<std::uint32_t> ends{static_cast<std::uint32_t>(first)};
+    const std::vector<std::uint32_t> rest = fragment_ends(text, first);
+    ends.insert(ends.end(), rest.begin(), rest.end());
+    return ends;
+}
+
+Output format_output(std::string_view text, int budget) {
+    return scripted_output(text, format_pieces(text), budget);
+}
+
+Output scripted_output(std::string_view text, std::span<const std::uint32_t> ends, int budget) {
     Output out;
     out.budget = budget;
     out.raw_text = std::string(text);
     std::uint32_t start = 0;
-    for (std::uint32_t end : word_ends(text)) {
+    for (std::uint32_t end : ends) {
         if (out.completion_tokens() == budget) {
             out.final_len = start;
             out.raw_text.resize(start);
@@ -536,7 +562,7 @@ void apply_plan(const ChatPlan& plan, std::vector<ChoiceState>& choices, int bud
     for (ChoiceState& c : choices) {
         c.lead_tokens = plan.lead_tokens();
         if (plan.text) {
-            c.out = scripted_output(*plan.text, budget);
+            c.out = scripted_output(*plan.text, plan.text_ends, budget);
         } else if (!plan.calls.empty()) {
             c.out = no_text_output();
         }

@@ -11,6 +11,9 @@
 //     result joined; several trailing results joined with "; ").
 //   - Images in the conversation: the text "images: <count>, bytes: <decoded bytes>" (base64
 //     images count their decoded size, URL images 0).
+//   - Structured output (format.hpp reads where each dialect carries it): the text that shows
+//     the constraint, e.g. the JSON value a schema describes, built by the arguments' generator
+//     (schema_value). Calls win over it; it wins over the tool-result and image texts.
 //   - Reasoning (X-Emulator-Reasoning: <text>, Anthropic `thinking` enabled, Ollama `think`):
 //     that text ("Thinking about it." by default) before any of the above or the generated text.
 //
@@ -18,11 +21,13 @@
 // server's own shapes (vllm_wire.cpp, sglang_openai_wire.cpp, compat_openai_wire.cpp,
 // ollama_generate.cpp, anthropic_api.cpp). Tokens: a reasoning word is one, a call is one for its
 // name and one per argument fragment, a text answer one per word plus EOS. Streams pace them like
-// generated tokens (ChoiceState::lead_tokens); usage counts them.
+// generated tokens (ChoiceState::lead_tokens); usage counts them. A structured-output text is
+// one token per piece (format_pieces) plus EOS.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +70,8 @@ struct ChatAsk {
     int images = 0;
     std::uint64_t image_bytes = 0;
     bool thinking = false;  // the request's own reasoning switch (Anthropic, Ollama)
+    // The structured-output text (format.hpp); the caller reads it, where its dialect has it.
+    std::optional<std::string> format;
 };
 
 ChatAsk read_chat_ask(const rapidjson::Value& doc, ChatFamily family);
@@ -77,6 +84,10 @@ enum class ArgsLayout : std::uint8_t {
 };
 
 std::string render_args(const ToolSpec& tool, ArgsLayout layout);
+// The JSON value a schema describes, as the arguments are built, compact: one member per
+// property in schema order (nested objects with `properties` filled in too, 32 levels deep); a
+// schema without properties (or not an object) gives {}. Structured output's answer.
+std::string schema_value(const rapidjson::Value* schema);
 // The arguments as a JSON object (Ollama, Anthropic).
 void write_args_object(JsonWriter& w, const ToolSpec& tool);
 
@@ -98,6 +109,7 @@ struct ChatPlan {
     std::vector<PlannedCall> calls;
     bool named = false;               // tool_choice named the tool
     std::optional<std::string> text;  // the answer's text instead of generated text
+    std::vector<std::uint32_t> text_ends;  // its tokens: a word each, or format_pieces
 
     int reasoning_tokens() const { return static_cast<int>(reasoning_ends.size()); }
     int call_tokens() const;
@@ -125,9 +137,15 @@ struct LeadSpan {
 };
 void lead_spans(const ChatPlan& plan, int from, int to, std::vector<LeadSpan>& out);
 
-// A text answer as generated output: one token per word (its leading whitespace included), then
-// EOS; cut at `budget` tokens (finish: length) like generated text.
-Output scripted_output(std::string_view text, int budget);
+// A text answer as generated output: one token per piece (`ends`: where each ends; a plan's
+// texts have one per word, its leading whitespace included), then EOS;
+// cut at `budget` tokens (finish: length) like generated text, so a budget below pieces + 1
+// keeps the first `budget` pieces.
+Output scripted_output(std::string_view text, std::span<const std::uint32_t> ends, int budget);
+// A structured-output text's pieces: its first character alone, then pieces of at most 8 bytes
+// (never inside a UTF-8 sequence), so a text of two characters or more streams in several.
+std::vector<std::uint32_t> format_pieces(std::string_view text);
+Output format_output(std::string_view text, int budget);
 // The text of a tool-calling answer: none, ended by the model (EOS, no token of its own).
 Output no_text_output();
 

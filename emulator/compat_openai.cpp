@@ -6,6 +6,7 @@
 
 #include "emulator/api.hpp"
 #include "emulator/compat_openai.hpp"
+#include "emulator/format.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/llamacpp.hpp"
 #include "emulator/tgi_request.hpp"
@@ -80,12 +81,27 @@ net::awaitable<void> handle_compat(Request& req, Conn& conn, const Options& opti
         if (!refused) {
             refused = llamacpp_probs(doc, chat, probs);
         }
+        if (!refused) {
+            refused = std::move(oai.format_error);  // a runtime_error of the parser: a 500
+        }
         if (refused) {
             std::string body;
             render_llamacpp_error(500, *refused, body);
             co_await conn.send(500, kLlamaJson, body);
             co_return;
         }
+    }
+    if (!error && tgi && chat && doc.IsObject() && member(doc, "response_format") != nullptr &&
+        member(doc, "tools") != nullptr) {
+        // ChatRequest::try_into_generate, before any validation.
+        std::string body;
+        JsonWriter w(body);
+        w.StartObject();
+        w.kv("error", "Tool error: Grammar and tools are mutually exclusive");
+        w.kv("error_type", "tool_error");
+        w.EndObject();
+        co_await conn.send(422, kJson, body);
+        co_return;
     }
     if (!error && tgi) {
         probs.n = oai.logprobs.value_or(0);
@@ -102,6 +118,8 @@ net::awaitable<void> handle_compat(Request& req, Conn& conn, const Options& opti
                                  std::to_string(oai.requested_max_tokens.value_or(room)) +
                                  " `max_new_tokens`",
                              false};
+        } else if (oai.format_error) {
+            error = OaiError{422, "Input validation error: " + *oai.format_error, false};
         }
     } else if (!error && room <= 0) {
         error = OaiError{400, "the request exceeds the available context size, try increasing it",
@@ -133,7 +151,9 @@ net::awaitable<void> handle_compat(Request& req, Conn& conn, const Options& opti
         // TGI: one call per turn (its grammar has one), arguments streamed token by token after
         // a "{" and re-serialised compactly in a whole answer, no reasoning output. llama.cpp:
         // nlohmann's compact dump, reasoning_content.
-        plan = plan_chat(read_chat_ask(doc, ChatFamily::kOpenai), req.knobs,
+        ChatAsk ask = read_chat_ask(doc, ChatFamily::kOpenai);
+        ask.format = std::move(oai.format);
+        plan = plan_chat(std::move(ask), req.knobs,
                          tgi ? PlanOptions{ArgsLayout::kTgiStream, false, 1}
                              : PlanOptions{ArgsLayout::kCompact, true, kMaxToolCalls});
         if (plan.any()) {
@@ -141,6 +161,9 @@ net::awaitable<void> handle_compat(Request& req, Conn& conn, const Options& opti
             oai.logprobs.reset();
             probs.n = 0;  // the emulator's logprob model covers generated words only
         }
+    } else if (oai.format) {
+        apply_format(*oai.format, choices, oai.max_tokens);
+        probs.n = 0;
     }
     CompatContext ctx{
         .req = oai,

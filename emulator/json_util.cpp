@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include <rapidjson/error/en.h>
 
@@ -42,6 +43,36 @@ std::string py_number(const rapidjson::Value& v) {
         return py_float(v.GetDouble());
     }
     return "?";
+}
+
+std::string py_repr(std::string_view text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    const char quote =
+        text.find('\'') != std::string_view::npos && text.find('"') == std::string_view::npos
+            ? '"'
+            : '\'';
+    std::string out(1, quote);
+    for (char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (ch == '\\' || ch == quote) {
+            out += '\\';
+            out += ch;
+        } else if (ch == '\n') {
+            out += "\\n";
+        } else if (ch == '\r') {
+            out += "\\r";
+        } else if (ch == '\t') {
+            out += "\\t";
+        } else if (c < 0x20 || c == 0x7f) {
+            out += "\\x";
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        } else {
+            out += ch;
+        }
+    }
+    out += quote;
+    return out;
 }
 
 void py_json_string(std::string_view text, std::string& out) {
@@ -95,6 +126,48 @@ void py_json_string(std::string_view text, std::string& out) {
 bool parse_json(std::string_view body, rapidjson::Document& doc) {
     doc.Parse<rapidjson::kParseIterativeFlag>(body.data(), body.size());
     return !doc.HasParseError();
+}
+
+std::string compact_json(const rapidjson::Value& v) {
+    std::string out;
+    JsonWriter w(out);
+    struct Frame {
+        const rapidjson::Value* value;
+        rapidjson::SizeType next;
+    };
+    std::vector<Frame> open;
+    auto write = [&](const rapidjson::Value& x) {
+        if (x.IsObject()) {
+            w.StartObject();
+            open.push_back({&x, 0});
+        } else if (x.IsArray()) {
+            w.StartArray();
+            open.push_back({&x, 0});
+        } else {
+            x.Accept(w);  // a scalar: no recursion
+        }
+    };
+    write(v);
+    while (!open.empty()) {
+        const rapidjson::Value& x = *open.back().value;
+        const rapidjson::SizeType i = open.back().next++;
+        if (x.IsObject()) {
+            if (i == x.MemberCount()) {
+                w.EndObject();
+                open.pop_back();
+                continue;
+            }
+            const auto& m = *(x.MemberBegin() + i);
+            w.Key(m.name.GetString(), m.name.GetStringLength());
+            write(m.value);
+        } else if (i == x.Size()) {
+            w.EndArray();
+            open.pop_back();
+        } else {
+            write(x[i]);
+        }
+    }
+    return out;
 }
 
 const rapidjson::Value* member(const rapidjson::Value& obj, std::string_view name) {

@@ -58,6 +58,10 @@ std::string py_float(double value);
 // The JSON number as Python would print it after json.loads (int stays int, float gets repr).
 std::string py_number(const rapidjson::Value& v);
 
+// Python's repr() of a str: single quotes (double when the text holds a ' and no "), with
+// \\, the quote, \n, \r, \t and the other control characters escaped; other text as it is.
+std::string py_repr(std::string_view text);
+
 // Appends `text` as a JSON string the way Python's json.dumps writes it by default
 // (ensure_ascii: every non-ASCII code point as a lower-case \uXXXX escape, surrogate pairs above
 // the BMP).
@@ -65,6 +69,9 @@ void py_json_string(std::string_view text, std::string& out);
 
 // Parses a request body. Iterative parsing keeps deep nesting off the stack.
 bool parse_json(std::string_view body, rapidjson::Document& doc);
+// A value of a request as compact JSON text, written iteratively: however deep the request
+// nests it, the stack does not grow (rapidjson's Accept recurses).
+std::string compact_json(const rapidjson::Value& v);
 
 // Typed lookups that tell "absent or null" apart from "present with the wrong type".
 enum class Lookup { kAbsent, kOk, kWrongType };

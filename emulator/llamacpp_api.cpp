@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "emulator/api.hpp"
+#include "emulator/format.hpp"
 #include "emulator/llamacpp.hpp"
 #include "emulator/logprob_wire.hpp"
 #include "emulator/wire_common.hpp"
@@ -50,6 +51,7 @@ struct LlamaRequest {
     std::int64_t top_k = 40;
     double top_p = 0.95;
     LlamaProbs probs;
+    std::optional<std::string> format;  // json_schema / grammar's structured-output text
 };
 
 // One prompt: a string, token ids, or ids and strings mixed (tokenize_mixed).
@@ -136,6 +138,10 @@ std::pair<int, std::string> parse_llama(const Value& doc, LlamaRequest& out) {
         }
     }
     llamacpp_probs(doc, false, out.probs);
+    out.format = read_llamacpp_format(doc).text;
+    if (out.format) {
+        out.probs.n = 0;  // the emulator's logprob model covers generated words only
+    }
     return {0, {}};
 }
 
@@ -303,7 +309,8 @@ net::awaitable<void> handle_completion(Request& req, Conn& conn, const Options& 
         ChoiceState& c = choices.emplace_back();
         c.index = static_cast<int>(i);
         c.prompt_tokens = tokens;
-        c.out = generate(lr.prompts[i].key.hash, 0, budget, lr.stop);
+        c.out = lr.format ? format_output(*lr.format, budget)
+                          : generate(lr.prompts[i].key.hash, 0, budget, lr.stop);
     }
     if (lr.stream) {
         LlamaEncoder encoder(ctx);

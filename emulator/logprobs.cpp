@@ -248,6 +248,12 @@ std::string_view LogprobSeq::alt_text(int i, std::int64_t alt) const {
     if (alt == kEosTokenId) {
         return eos_text_;
     }
+    if (out_ != nullptr && !is_candidate(alt)) {
+        // A scripted text's token (chat_extras.hpp): its own piece of the text.
+        const auto k = static_cast<std::size_t>(i);
+        const std::size_t begin = k == 0 ? 0 : out_->text_end[k - 1];
+        return std::string_view(out_->raw_text).substr(begin, out_->text_end[k] - begin);
+    }
     return pieces()[static_cast<std::size_t>(alt - kTokenIdBase)];  // every other candidate
 }
 

@@ -4,6 +4,7 @@
 
 #include "emulator/api.hpp"
 #include "emulator/chat_extras.hpp"
+#include "emulator/format.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/logprob_wire.hpp"
 #include "emulator/ollama.hpp"
@@ -294,12 +295,16 @@ net::awaitable<void> handle_ollama_generation(Request& req, Conn& conn, const Op
     std::vector<ChoiceState> choices = generate_choices({r.key}, 1, r.budget, r.stop);
     ChatPlan plan;
     if (chat) {
-        plan = plan_chat(read_chat_ask(doc, ChatFamily::kOllama), req.knobs,
-                         {ArgsLayout::kCompact, true, kMaxToolCalls});
+        ChatAsk ask = read_chat_ask(doc, ChatFamily::kOllama);
+        ask.format = std::move(r.format);
+        plan = plan_chat(std::move(ask), req.knobs, {ArgsLayout::kCompact, true, kMaxToolCalls});
         if (plan.any()) {
             apply_plan(plan, choices, r.budget);
             r.logprobs = false;  // the emulator's logprob model covers generated words only
         }
+    } else if (r.format) {
+        apply_format(*r.format, choices, r.budget);
+        r.logprobs = false;
     }
     if (r.stream) {
         OllamaEncoder encoder(r, req, started, plan);

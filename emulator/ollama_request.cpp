@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "emulator/format.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/ollama.hpp"
 
@@ -154,6 +155,14 @@ std::pair<int, std::string> parse_ollama(const Value& doc, bool chat, const Opti
     }
     // -1 (unlimited) and -2 (fill the context) stop where the context ends.
     out.budget = num_predict > 0 ? static_cast<int>(std::min<std::int64_t>(num_predict, room)) : room;
+    if (!out.load_only) {
+        // The runner's Completion reads it, after every check above: its error is a 500.
+        FormatAsk format = read_ollama_format(doc);
+        if (format.error) {
+            return {500, std::move(format.error->message)};
+        }
+        out.format = std::move(format.text);
+    }
     return {0, {}};
 }
 

@@ -2,6 +2,7 @@
 // in the order and with the messages of server/routes.go (ShouldBindJSON, then the handler).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -25,6 +26,7 @@ struct OllamaRequest {
     StopRules stop;
     bool logprobs = false;  // `logprobs`, with `top_logprobs` alternatives (0-20)
     int top_logprobs = 0;
+    std::optional<std::string> format;  // `format`'s structured-output text (format.hpp)
 };
 
 // Returns {status, message} of the first error, or status 0.

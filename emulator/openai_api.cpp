@@ -2,6 +2,7 @@
 #include <chrono>
 
 #include "emulator/api.hpp"
+#include "emulator/format.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/wire_common.hpp"
 
@@ -129,12 +130,16 @@ net::awaitable<void> handle_oai_generation(Request& req, Conn& conn, const Optio
     ChatPlan plan;
     if (chat) {
         // Both servers write arguments with json.dumps; both have a reasoning parser.
-        plan = plan_chat(read_chat_ask(doc, ChatFamily::kOpenai), req.knobs,
-                         {ArgsLayout::kPython, true, kMaxToolCalls});
+        ChatAsk ask = read_chat_ask(doc, ChatFamily::kOpenai);
+        ask.format = std::move(oai.format);
+        plan = plan_chat(std::move(ask), req.knobs, {ArgsLayout::kPython, true, kMaxToolCalls});
         if (plan.any()) {
             apply_plan(plan, choices, oai.max_tokens);
             oai.logprobs.reset();  // the emulator's logprob model covers generated words only
         }
+    } else if (oai.format) {
+        apply_format(*oai.format, choices, oai.max_tokens);
+        oai.logprobs.reset();
     }
     OaiContext ctx{oai, {}, 0, 0, 0, &plan};
     ctx.created = unix_now();

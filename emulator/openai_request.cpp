@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "emulator/format.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/openai_request_parser.hpp"
 #include "emulator/stream.hpp"
@@ -32,6 +33,9 @@ std::optional<OaiError> OaiParser::run() {
     if (auto e = parse_types()) {
         return e;
     }
+    if (auto e = parse_format()) {
+        return e;
+    }
     if (auto e = parse_logprobs()) {
         return e;
     }
@@ -46,6 +50,7 @@ std::optional<OaiError> OaiParser::run() {
         if (out_.model.empty() || (flavor_ == OaiFlavor::kTgi && out_.model == "tgi")) {
             out_.model = options_.model;
         }
+        out_.format_error = std::move(format_invalid_);
         return std::nullopt;
     }
     const Value* stream_options = member(doc_, "stream_options");
@@ -77,7 +82,28 @@ std::optional<OaiError> OaiParser::run() {
                        "choices, at most " +
                        std::to_string(kMaxTotalTokens) + " allowed.");
     }
+    if (format_invalid_) {
+        return serving(std::move(*format_invalid_));  // the engine's grammar checks come last
+    }
     return std::nullopt;
+}
+
+std::optional<OaiError> OaiParser::parse_format() {
+    FormatAsk ask = read_oai_format(doc_, flavor_, chat_);
+    if (!ask.error) {
+        out_.format = std::move(ask.text);
+        return std::nullopt;
+    }
+    FormatError& e = *ask.error;
+    if (e.kind == FormatError::Kind::kInvalid) {
+        format_invalid_ = std::move(e.message);
+        return std::nullopt;
+    }
+    if (flavor_ == OaiFlavor::kTgi) {
+        // serde's path and message, which the handler puts after axum's prefix.
+        return OaiError{422, e.where + ": " + e.message, true};
+    }
+    return framework(e.where, e.message);
 }
 
 std::optional<OaiError> OaiParser::parse_types() {

@@ -44,6 +44,12 @@ struct OaiRequest {
     // Per prompt, its text and tokens, when echo or a prompt listing needs them.
     std::vector<std::string> prompt_texts;
     std::vector<std::vector<PromptToken>> prompt_tokens;
+
+    // Structured output (format.hpp): the answer's text, if the request constrains its output.
+    std::optional<std::string> format;
+    // The compat flavours: the refusal their own checks give the constraint (TGI's validation,
+    // llama.cpp's parser), for the handler to report in its order.
+    std::optional<std::string> format_error;
 };
 
 struct OaiError {

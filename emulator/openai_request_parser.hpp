@@ -47,6 +47,7 @@ private:
     std::optional<OaiError> parse_prompt();
     std::optional<OaiError> parse_messages();
     std::optional<OaiError> parse_stop();
+    std::optional<OaiError> parse_format();
     std::optional<OaiError> parse_logprobs();
     std::optional<OaiError> lax_int(std::string_view name, std::optional<int>& out) const;
     void add_prompt_detail(std::string text, std::vector<PromptToken> tokens);
@@ -65,6 +66,7 @@ private:
     std::optional<double> top_p_;
     std::int64_t n_ = 1;
     bool want_prompt_tokens_ = false;
+    std::optional<std::string> format_invalid_;  // reported after the engine's other checks
 };
 
 }  // namespace infergate::emulator

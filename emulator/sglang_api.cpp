@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "emulator/api.hpp"
+#include "emulator/chat_extras.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/logprob_wire.hpp"
 #include "emulator/sglang_request.hpp"
@@ -228,12 +229,17 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
     std::vector<ChoiceState> choices;
     choices.reserve(prompts.size() * static_cast<std::size_t>(n));
     for (std::size_t i = 0; i < prompts.size(); ++i) {
-        params[i].stop.eos_after = req.knobs.eos_after;
+        ItemParams& p = params[i];
+        p.stop.eos_after = req.knobs.eos_after;
+        if (p.format) {
+            p.return_logprob = false;  // the emulator's logprob model covers generated words only
+        }
         for (int j = 0; j < n; ++j) {
             ChoiceState& c = choices.emplace_back();
             c.index = static_cast<int>(i) * n + j;
             c.prompt_tokens = prompts[i].key.tokens;
-            c.out = generate(prompts[i].key.hash, j, params[i].max_new_tokens, params[i].stop);
+            c.out = p.format ? format_output(*p.format, p.max_new_tokens)
+                             : generate(prompts[i].key.hash, j, p.max_new_tokens, p.stop);
             c.id = prompts[i].rid.empty() ? random_hex_id()
                    : n > 1                ? prompts[i].rid + "_" + std::to_string(j)
                                           : prompts[i].rid;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "emulator/format.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/stream.hpp"
 
@@ -140,6 +141,15 @@ Failure parse_sampling(const Value* sp, ItemParams& out, std::string& message) {
         }
         out.max_new_tokens = static_cast<int>(std::min<std::int64_t>(*max_new, 1 << 30));
     }
+    // verify()'s last check (one grammar only), then the scheduler's compile of it.
+    FormatAsk format = read_sglang_format(sp);
+    if (format.error) {
+        if (format.error->kind == FormatError::Kind::kShape) {
+            return Failure::kTypeError;
+        }
+        return fail(std::move(format.error->message));
+    }
+    out.format = std::move(format.text);
     return Failure::kNone;
 }
 

@@ -2,6 +2,7 @@
 // SamplingParams(**params).verify(), with the errors they raise.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@ struct ItemParams {
     int logprob_start_len = -1;
     int top_logprobs_num = 0;
     bool text_in_logprobs = false;
+    // json_schema / regex / ebnf: the structured-output text (format.hpp).
+    std::optional<std::string> format;
 };
 
 struct Prompt {

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "emulator/api.hpp"
+#include "emulator/format.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/logprob_wire.hpp"
 #include "emulator/tgi_request.hpp"
@@ -204,6 +205,9 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
     }
     tr.stop.eos_after = req.knobs.eos_after;
     std::vector<ChoiceState> choices = generate_choices({tr.key}, 1, tr.max_new_tokens, tr.stop);
+    if (tr.format) {
+        apply_format(*tr.format, choices, tr.max_new_tokens);
+    }
     const std::uint64_t drawn = std::stoull(random_hex_id().substr(0, 15), nullptr, 16);
     if (stream) {
         conn.add_header("x-compute-type", "gpu+optimized");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "emulator/format.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/stream.hpp"
 
@@ -12,8 +13,10 @@ using rapidjson::Value;
 
 constexpr int kMaxStopSequences = 4;  // TGI's --max-stop-sequences default
 
+}  // namespace
+
 // serde_json reports where it gave up; for a complete document that is its last byte.
-std::string position_of_end(std::string_view body) {
+std::string serde_position(std::string_view body) {
     std::size_t end = body.size();
     while (end > 0 && (body[end - 1] == ' ' || body[end - 1] == '\n' || body[end - 1] == '\r' ||
                        body[end - 1] == '\t')) {
@@ -48,6 +51,8 @@ std::string serde_type(const Value& v) {
     return v.IsArray() ? "sequence" : "map";
 }
 
+namespace {
+
 class Parser {
 public:
     Parser(std::string_view body, const Options& options, TgiRequest& out)
@@ -57,7 +62,7 @@ public:
         return {TgiError::kShape,
                 "Failed to deserialize the JSON body into the target type: " + std::string(path) +
                     ": invalid type: " + serde_type(v) + ", expected " + std::string(expected) +
-                    position_of_end(body_)};
+                    serde_position(body_)};
     }
 
     TgiError run(const Value& doc, bool compat);
@@ -71,6 +76,7 @@ private:
     std::optional<double> temperature_, top_p_, typical_p_, repetition_penalty_, frequency_;
     std::optional<std::int64_t> top_k_, max_new_tokens_, top_n_tokens_;
     bool do_sample_ = false;
+    std::optional<std::string> grammar_invalid_;  // validation.rs checks the grammar last
 };
 
 TgiError Parser::run(const Value& doc, bool compat) {
@@ -82,7 +88,7 @@ TgiError Parser::run(const Value& doc, bool compat) {
         return {TgiError::kShape,
                 "Failed to deserialize the JSON body into the target type: missing field "
                 "`inputs`" +
-                    position_of_end(body_)};
+                    serde_position(body_)};
     }
     if (!inputs->IsString()) {
         return shape("inputs", *inputs, "a string");
@@ -147,6 +153,9 @@ TgiError Parser::run(const Value& doc, bool compat) {
                        " `inputs` tokens and " + std::to_string(budget) + " `max_new_tokens`");
     }
     out_.max_new_tokens = static_cast<int>(budget);
+    if (grammar_invalid_) {
+        return invalid(std::move(*grammar_invalid_));
+    }
     out_.sampling = do_sample_ || temperature_ || top_p_ || top_k_ || typical_p_;
     // TGI keeps the stop sequence (and the rest of its token) in the text.
     out_.stop.keep_stop_string = true;
@@ -182,7 +191,7 @@ TgiError Parser::parameters(const Value& p) {
                         "Failed to deserialize the JSON body into the target type: parameters." +
                             std::string(name) + ": invalid value: integer `" +
                             std::to_string(v->GetInt64()) + "`, expected u32" +
-                            position_of_end(body_)};
+                            serde_position(body_)};
             }
             return shape(std::string("parameters.") + name, *v, unsigned_ ? "u32" : "i32");
         }
@@ -215,6 +224,16 @@ TgiError Parser::parameters(const Value& p) {
             out_.stop.strings.emplace_back(s.GetString(), s.GetStringLength());
         }
     }
+    FormatAsk grammar =
+        read_tgi_grammar(member(p, "grammar"), "parameters.grammar", serde_position(body_));
+    if (grammar.error && grammar.error->kind == FormatError::Kind::kShape) {
+        return {TgiError::kShape, "Failed to deserialize the JSON body into the target type: " +
+                                      grammar.error->where + ": " + grammar.error->message};
+    }
+    if (grammar.error) {
+        grammar_invalid_ = std::move(grammar.error->message);
+    }
+    out_.format = std::move(grammar.text);
     return {};
 }
 
@@ -251,10 +270,11 @@ TgiError parse_tgi_request(std::string_view body, const rapidjson::Document& doc
                            bool compat, const Options& options, TgiRequest& out) {
     if (!doc_ok) {
         const std::size_t at = std::min<std::size_t>(doc.GetErrorOffset(), body.size());
-        return {TgiError::kSyntax,
-                "Failed to parse the request body as JSON: " +
-                    std::string(at >= body.size() ? "EOF while parsing a value" : "expected value") +
-                    position_of_end(body.substr(0, at + (at < body.size() ? 1 : 0)))};
+        return {
+            TgiError::kSyntax,
+            "Failed to parse the request body as JSON: " +
+                std::string(at >= body.size() ? "EOF while parsing a value" : "expected value") +
+                serde_position(body.substr(0, at + (at < body.size() ? 1 : 0)))};
     }
     Parser parser(body, options, out);
     return parser.run(doc, compat);

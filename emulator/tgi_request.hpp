@@ -26,6 +26,7 @@ struct TgiRequest {
     std::optional<std::uint64_t> seed;
     StopRules stop;
     bool stream = false;  // POST / only
+    std::optional<std::string> format;  // parameters.grammar's structured-output text (format.hpp)
 };
 
 struct TgiError {
@@ -39,6 +40,12 @@ TgiError parse_tgi_request(std::string_view body, const rapidjson::Document& doc
                            bool compat, const Options& options, TgiRequest& out);
 // Validation that depends on whether the answer streams (POST / decides from the body).
 TgiError validate_tgi_stream(const TgiRequest& req);
+
+// serde's words for a JSON value in an "invalid type" error (`string "x"`, `integer `5``, map)
+// and where serde_json gave up reading `body` (" at line L column C"; its end, for a complete
+// document).
+std::string serde_type(const rapidjson::Value& v);
+std::string serde_position(std::string_view body);
 
 // TGI's --max-top-n-tokens default.
 inline constexpr std::int64_t kTgiMaxTopNTokens = 5;
