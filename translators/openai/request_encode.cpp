@@ -397,6 +397,20 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     // client's are converted (and its tool_choice).
     canonical::FunctionTools tools;
     FormatMember format;
+    if (openai_client && options.flavor == Flavor::tgi) {
+        // TGI's chat route reads response_format only as its GrammarType ({"type": "json" |
+        // "regex", "value"}): an OpenAI client's json_schema is TGI's 422 as it is, and so is
+        // {"type": "text"}, which means none.
+        auto fmt = canonical::output_format(req);
+        if (!fmt) {
+            return fmt.error();
+        }
+        auto member = format_member(*fmt, options.flavor);
+        if (!member) {
+            return member.error();
+        }
+        format = std::move(member.value());
+    }
     if (!openai_client) {
         const bool ollama_client = req.dialect == canonical::Dialect::ollama_chat;
         const bool anthropic_client = req.dialect == canonical::Dialect::anthropic;
@@ -453,6 +467,9 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     // Unknown keys only survive to a backend of the family they were written for.
     if (openai_client) {
         for (const canonical::Extra& extra : req.extras) {
+            if (options.flavor == Flavor::tgi && extra.key == "response_format") {
+                continue;  // in TGI's own shape: below
+            }
             json::key(w, extra.key);
             json::write_raw(w, extra.json);
         }
