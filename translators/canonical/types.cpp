@@ -166,6 +166,14 @@ std::optional<Error> refuse_foreign_extras(const GenerationRequest& req, std::st
             break;
         }
     }
+    for (size_t i = 0; path.empty() && i < req.messages.size(); ++i) {
+        for (const Extra& e : req.messages[i].extras) {
+            if (!e.inert) {
+                path = "messages[" + std::to_string(i) + "]." + e.key;
+                break;
+            }
+        }
+    }
     if (path.empty()) {
         for (const Extra& e : req.sampling_extras) {
             if (!e.inert &&

@@ -111,6 +111,21 @@ struct Image {
 // Anthropic, OpenAI and Ollama's vision models take); empty for anything else.
 std::string_view sniff_image_type(std::string_view base64);
 
+// A key the canonical model does not name, kept as raw JSON so that it survives a pass-through to
+// a backend of the same family (e.g. SGLang's `lora_path`, OpenAI's `response_format`).
+struct Extra {
+    std::string key;
+    std::string json;  // the value, serialized compactly
+    // The client's own server would not change its output for it: a key it does not read, a
+    // null or the documented default ("watermark": false), a setting with no effect on the text
+    // (OpenAI's `user`, Ollama's `keep_alive` and runner options). A backend of another family
+    // goes without it; any other extra is refused there (refuse_foreign_extras). Set by the
+    // client's decoder, which knows its server.
+    bool inert = false;
+
+    bool operator==(const Extra&) const = default;
+};
+
 struct ChatMessage {
     std::string role;     // system, developer, user, assistant, tool
     std::string content;  // text parts joined
@@ -128,6 +143,10 @@ struct ChatMessage {
     // were; the others refuse the request (non_text_content).
     std::string parts_json;
     std::vector<Image> images;  // in the order the client sent them
+    // The message's members the canonical model does not name (an OpenAI assistant turn's
+    // `refusal`, `annotations`, `audio`, `function_call`, ...), raw: an encoder of the client's
+    // own family writes them back, the others refuse the non-inert ones (refuse_foreign_extras).
+    std::vector<Extra> extras;
 
     bool operator==(const ChatMessage&) const = default;
 };
@@ -199,21 +218,6 @@ struct SamplingParams {
     int n = 1;
 
     bool operator==(const SamplingParams&) const = default;
-};
-
-// A key the canonical model does not name, kept as raw JSON so that it survives a pass-through to
-// a backend of the same family (e.g. SGLang's `lora_path`, OpenAI's `response_format`).
-struct Extra {
-    std::string key;
-    std::string json;  // the value, serialized compactly
-    // The client's own server would not change its output for it: a key it does not read, a
-    // null or the documented default ("watermark": false), a setting with no effect on the text
-    // (OpenAI's `user`, Ollama's `keep_alive` and runner options). A backend of another family
-    // goes without it; any other extra is refused there (refuse_foreign_extras). Set by the
-    // client's decoder, which knows its server.
-    bool inert = false;
-
-    bool operator==(const Extra&) const = default;
 };
 
 struct GenerationRequest {

@@ -141,6 +141,11 @@ std::optional<canonical::Error> decode_prompt(const json::Value& v, GenerationRe
 }
 
 constexpr std::string_view kRoles[] = {"system", "developer", "user", "assistant", "tool"};
+// The message members the canonical model reads.
+constexpr std::string_view kMessageKeys[] = {
+    "role", "content", "name", "tool_call_id", "reasoning_content", "reasoning", "tool_calls"};
+// An answer's members echoed back that say nothing: no refusal, no annotations, no audio.
+constexpr canonical::InertRule kInertMessageKeys[] = {{"annotations", "[]"}};
 
 // One message's content: a string, null, or an array of parts whose text parts are joined with
 // "\n" (as vLLM joins them before applying the chat template). Non-text parts are only flagged:
@@ -337,10 +342,13 @@ std::optional<canonical::Error> decode_messages(const json::Value* messages,
         if (auto id = json::get_string(m, "tool_call_id", path + ".tool_call_id", err)) {
             msg.tool_call_id = std::move(*id);
         }
-        // An assistant turn's reasoning sent back (vLLM, SGLang and DeepSeek write it so).
+        // An assistant turn's reasoning sent back (vLLM, SGLang and DeepSeek write it so; vLLM's
+        // newer answers call it `reasoning`).
         if (auto reasoning =
                 json::get_string(m, "reasoning_content", path + ".reasoning_content", err)) {
             msg.reasoning = std::move(*reasoning);
+        } else if (auto newer = json::get_string(m, "reasoning", path + ".reasoning", err)) {
+            msg.reasoning = std::move(*newer);
         }
         if (err) {
             return err;
@@ -349,6 +357,18 @@ std::optional<canonical::Error> decode_messages(const json::Value* messages,
             calls != nullptr && !calls->IsNull()) {
             if (auto e = decode_tool_calls(*calls, path + ".tool_calls", msg.tool_calls)) {
                 return e;
+            }
+        }
+        // Everything else a message carries (an answer echoed back: `refusal`, `annotations`,
+        // `audio`, `function_call`; a server's own keys) goes on to the OpenAI family and is
+        // refused elsewhere unless it says nothing.
+        for (const auto& member : m.GetObject()) {
+            const std::string_view key = json::view(member.name);
+            if (std::find(std::begin(kMessageKeys), std::end(kMessageKeys), key) ==
+                std::end(kMessageKeys)) {
+                std::string value = json::to_string(member.value);
+                const bool inert = canonical::is_inert(key, value, kInertMessageKeys);
+                msg.extras.push_back({std::string(key), std::move(value), inert});
             }
         }
     }

@@ -188,6 +188,12 @@ void write_messages(json::Writer& w, const GenerationRequest& req) {
             json::key(w, "reasoning_content");
             json::string(w, m.reasoning);
         }
+        if (req.dialect == canonical::Dialect::openai_chat) {
+            for (const canonical::Extra& extra : m.extras) {  // the client's own, as it sent them
+                json::key(w, extra.key);
+                json::write_raw(w, extra.json);
+            }
+        }
         w.EndObject();
     }
     w.EndArray();

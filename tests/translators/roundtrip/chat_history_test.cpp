@@ -124,6 +124,45 @@ TEST_CASE("OpenAI chat to an OpenAI-family layer: the history goes on with its t
     }
 }
 
+TEST_CASE(
+    "OpenAI chat: a message's other members go on to the family, or are refused naming them") {
+    // An answer echoed back into the history, as the OpenAI SDK returns it: refusal null,
+    // annotations [], plus a server's own member (DeepSeek's and vLLM's `prefix`).
+    const GenerationRequest req = decode(Dialect::openai_chat, R"({"model":"m","messages":[
+      {"role":"user","content":"Hi"},
+      {"role":"assistant","content":"Hello","refusal":null,"annotations":[],"audio":null,
+       "function_call":null},
+      {"role":"user","content":"Go on"},
+      {"role":"assistant","content":"Once","prefix":true}]})");
+    CHECK(messages_of(encode(Dialect::openai_chat, req, Flavor::tgi)) ==
+          R"([{"role":"user","content":"Hi"},)"
+          R"({"role":"assistant","content":"Hello","refusal":null,"annotations":[],"audio":null,)"
+          R"("function_call":null},{"role":"user","content":"Go on"},)"
+          R"({"role":"assistant","content":"Once","prefix":true}])");
+    // Another family: what says nothing stays behind, `prefix` (it changes the answer) is a 400.
+    for (const Dialect backend : {Dialect::ollama_chat, Dialect::anthropic}) {
+        const canonical::Error e = refusal(backend, req);
+        CHECK(e.status == 400);
+        CHECK(e.param == "messages[3].prefix");
+    }
+    GenerationRequest quiet = req;
+    quiet.messages.pop_back();
+    CHECK(messages_of(encode(Dialect::ollama_chat, quiet)) ==
+          R"([{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello"},)"
+          R"({"role":"user","content":"Go on"}])");
+    // A refusal the assistant gave is not nothing.
+    const GenerationRequest refused = decode(Dialect::openai_chat, R"({"model":"m","messages":[
+      {"role":"user","content":"Hi"},{"role":"assistant","content":null,"refusal":"I can't."},
+      {"role":"user","content":"Why?"}]})");
+    CHECK(refusal(Dialect::ollama_chat, refused).param == "messages[1].refusal");
+    // vLLM's newer name for an assistant turn's reasoning.
+    const GenerationRequest newer = decode(Dialect::openai_chat, R"({"model":"m","messages":[
+      {"role":"user","content":"Hi"},{"role":"assistant","content":"Yes","reasoning":"Hm."},
+      {"role":"user","content":"Ok"}]})");
+    CHECK(newer.messages[1].reasoning == "Hm.");
+    CHECK(newer.messages[1].extras.empty());
+}
+
 TEST_CASE("OpenAI chat: non-text content parts reach an OpenAI-family layer as they were") {
     const GenerationRequest req = decode(Dialect::openai_chat, R"({"model":"m","messages":[
       {"role":"user","content":[{"type":"text","text":"What is this?"},
