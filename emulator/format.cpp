@@ -49,29 +49,7 @@ FormatAsk refuse(Kind kind, std::string_view where, std::string message) {
 
 // Go's %q of a byte string: Go escapes, printable text as it is.
 std::string go_quote(std::string_view s) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out = "\"";
-    for (char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (ch == '"' || ch == '\\') {
-            out += '\\';
-            out += ch;
-        } else if (ch == '\n') {
-            out += "\\n";
-        } else if (ch == '\r') {
-            out += "\\r";
-        } else if (ch == '\t') {
-            out += "\\t";
-        } else if (c < 0x20 || c == 0x7f) {
-            out += "\\x";
-            out += kHex[c >> 4];
-            out += kHex[c & 15];
-        } else {
-            out += ch;
-        }
-    }
-    out += '"';
-    return out;
+    return quoted(s, '"');
 }
 
 // A schema sent as a JSON text (SGLang's json_schema, vLLM's structured_outputs.json), or

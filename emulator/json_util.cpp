@@ -45,12 +45,8 @@ std::string py_number(const rapidjson::Value& v) {
     return "?";
 }
 
-std::string py_repr(std::string_view text) {
+std::string quoted(std::string_view text, char quote) {
     static constexpr char kHex[] = "0123456789abcdef";
-    const char quote =
-        text.find('\'') != std::string_view::npos && text.find('"') == std::string_view::npos
-            ? '"'
-            : '\'';
     std::string out(1, quote);
     for (char ch : text) {
         const auto c = static_cast<unsigned char>(ch);
@@ -73,6 +69,14 @@ std::string py_repr(std::string_view text) {
     }
     out += quote;
     return out;
+}
+
+std::string py_repr(std::string_view text) {
+    // Python's repr: single quotes, unless the text has one and no double quote.
+    return quoted(
+        text, text.find('\'') != std::string_view::npos && text.find('"') == std::string_view::npos
+                  ? '"'
+                  : '\'');
 }
 
 void py_json_string(std::string_view text, std::string& out) {

@@ -58,6 +58,10 @@ std::string py_float(double value);
 // The JSON number as Python would print it after json.loads (int stays int, float gets repr).
 std::string py_number(const rapidjson::Value& v);
 
+// `text` between `quote`s with \\, the quote, \n, \r, \t and the other control characters
+// escaped (\xHH), other bytes as they are: Python's repr() and Go's %q of printable text.
+std::string quoted(std::string_view text, char quote);
+
 // Python's repr() of a str: single quotes (double when the text holds a ' and no "), with
 // \\, the quote, \n, \r, \t and the other control characters escaped; other text as it is.
 std::string py_repr(std::string_view text);

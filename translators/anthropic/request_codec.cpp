@@ -601,17 +601,14 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
         if (refused) {
             return std::move(*refused);
         }
-        auto fmt = canonical::output_format(req);
+        auto fmt = canonical::output_format_for(
+            req, kBackend,
+            {canonical::OutputFormat::Kind::json_object, canonical::OutputFormat::Kind::regex},
+            "Anthropic's output_config.format takes only a JSON schema; send a schema");
         if (!fmt) {
             return fmt.error();
         }
         format = std::move(fmt.value());
-        if (format.kind == canonical::OutputFormat::Kind::json_object ||
-            format.kind == canonical::OutputFormat::Kind::regex) {
-            return canonical::unsupported_format(
-                format, kBackend,
-                "Anthropic's output_config.format takes only a JSON schema; send a schema");
-        }
         if (function_client) {
             if (auto err = anthropic_tools(req, tools, tool_choice)) {
                 return std::move(*err);

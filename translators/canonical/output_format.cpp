@@ -1,5 +1,7 @@
 #include "translators/canonical/output_format.hpp"
 
+#include <algorithm>
+
 #include "translators/canonical/json.hpp"
 
 namespace infergate::canonical {
@@ -383,6 +385,16 @@ Error unsupported_format(const OutputFormat& f, std::string_view backend,
     return bad_request("'" + f.param + "' (" + what + ") cannot be carried to " +
                            std::string(backend) + ": " + std::string(instead),
                        f.param);
+}
+
+Result<OutputFormat> output_format_for(const GenerationRequest& req, std::string_view backend,
+                                       std::initializer_list<OutputFormat::Kind> cannot,
+                                       std::string_view instead) {
+    auto f = output_format(req);
+    if (f && std::find(cannot.begin(), cannot.end(), f->kind) != cannot.end()) {
+        return unsupported_format(*f, backend, instead);
+    }
+    return f;
 }
 
 std::string openai_response_format(const OutputFormat& f) {

@@ -14,6 +14,7 @@
 // Grammars (llama.cpp GBNF `grammar`, SGLang `ebnf`, vLLM `structured_outputs.grammar`) are
 // languages of their own engine and go only to a backend of the client's family, as before.
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +48,12 @@ Result<OutputFormat> output_format(const GenerationRequest& req);
 // A 400 for a format `backend` cannot carry, naming where the client wrote it and what to send
 // instead.
 Error unsupported_format(const OutputFormat& f, std::string_view backend, std::string_view instead);
+
+// output_format for an encoder of `backend`, refused with unsupported_format(.., instead) when
+// its kind is one of `cannot`.
+Result<OutputFormat> output_format_for(const GenerationRequest& req, std::string_view backend,
+                                       std::initializer_list<OutputFormat::Kind> cannot,
+                                       std::string_view instead);
 
 // The schema a backend without an "any JSON object" switch gets for Kind::json_object (SGLang's
 // own OpenAI layer sends this), compact.

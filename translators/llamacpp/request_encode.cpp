@@ -116,16 +116,13 @@ Result<std::string> LlamacppCodec::encode_request(const GenerationRequest& req,
     // Another family's structured output as llama.cpp's json_schema (its grammar is GBNF).
     canonical::OutputFormat format;
     if (req.dialect != Dialect::llamacpp) {
-        auto fmt = canonical::output_format(req);
+        auto fmt = canonical::output_format_for(
+            req, "a llama.cpp backend", {canonical::OutputFormat::Kind::regex},
+            "llama.cpp takes a JSON schema or a GBNF grammar, no regular expression");
         if (!fmt) {
             return fmt.error();
         }
         format = std::move(fmt.value());
-        if (format.kind == canonical::OutputFormat::Kind::regex) {
-            return canonical::unsupported_format(
-                format, "a llama.cpp backend",
-                "llama.cpp takes a JSON schema or a GBNF grammar, no regular expression");
-        }
     }
     const canonical::SamplingParams& s =
         req.item_sampling.empty() ? req.sampling : req.item_sampling.front();

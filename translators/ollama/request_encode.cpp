@@ -266,16 +266,13 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
             return got.error();
         }
         tools = std::move(got.value());
-        auto fmt = canonical::output_format(req);
+        auto fmt = canonical::output_format_for(
+            req, "an Ollama backend", {canonical::OutputFormat::Kind::regex},
+            "Ollama's format takes \"json\" or a JSON schema, no regular expression");
         if (!fmt) {
             return fmt.error();
         }
         format = std::move(fmt.value());
-        if (format.kind == canonical::OutputFormat::Kind::regex) {
-            return canonical::unsupported_format(
-                format, "an Ollama backend",
-                "Ollama's format takes \"json\" or a JSON schema, no regular expression");
-        }
     }
     std::string body;
     body.reserve(256 + (req.prompts.empty() ? 0 : req.prompts.front().text.size()) +

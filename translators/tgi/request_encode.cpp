@@ -183,16 +183,13 @@ Result<std::string> TgiCodec::encode_request(const GenerationRequest& req,
     // Another family's structured output as TGI's grammar.
     canonical::OutputFormat format;
     if (req.dialect != Dialect::tgi) {
-        auto fmt = canonical::output_format(req);
+        auto fmt = canonical::output_format_for(
+            req, "a TGI backend", {canonical::OutputFormat::Kind::json_object},
+            "TGI's grammar takes only a JSON schema with properties; send a schema");
         if (!fmt) {
             return fmt.error();
         }
         format = std::move(fmt.value());
-        if (format.kind == canonical::OutputFormat::Kind::json_object) {
-            return canonical::unsupported_format(
-                format, "a TGI backend",
-                "TGI's grammar takes only a JSON schema with properties; send a schema");
-        }
     }
     std::string out;
     json::StringOut os{&out};
