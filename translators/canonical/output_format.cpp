@@ -247,6 +247,20 @@ bool is_output_format_key(Dialect client, std::string_view key, bool sampling) {
     return false;
 }
 
+bool asks_output_format(const GenerationRequest& req) {
+    for (const Extra& e : req.extras) {
+        if (is_output_format_key(req.dialect, e.key, false)) {
+            return true;
+        }
+    }
+    for (const Extra& e : req.sampling_extras) {
+        if (is_output_format_key(req.dialect, e.key, true)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 Result<OutputFormat> output_format(const GenerationRequest& req) {
     OutputFormat out;
     std::optional<Error> err;
@@ -390,6 +404,9 @@ Error unsupported_format(const OutputFormat& f, std::string_view backend,
 Result<OutputFormat> output_format_for(const GenerationRequest& req, std::string_view backend,
                                        std::initializer_list<OutputFormat::Kind> cannot,
                                        std::string_view instead) {
+    if (!asks_output_format(req)) {
+        return OutputFormat{};
+    }
     auto f = output_format(req);
     if (f && std::find(cannot.begin(), cannot.end(), f->kind) != cannot.end()) {
         return unsupported_format(*f, backend, instead);

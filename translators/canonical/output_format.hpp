@@ -41,6 +41,10 @@ struct OutputFormat {
 // refuse_foreign_extras leaves it to an encoder that carries the format.
 bool is_output_format_key(Dialect client, std::string_view key, bool sampling);
 
+// Whether `req`'s client wrote anything where its dialect asks for structured output (the
+// encoders' cheap test before output_format: most requests ask for none).
+bool asks_output_format(const GenerationRequest& req);
+
 // The structured output `req`'s client asked for (Kind::none when none). A 400 names what is
 // malformed, or what cannot be translated (another member of Anthropic's output_config).
 Result<OutputFormat> output_format(const GenerationRequest& req);

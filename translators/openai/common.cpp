@@ -101,19 +101,38 @@ canonical::Usage read_usage(const json::Value& usage) {
     if (!usage.IsObject()) {
         return u;
     }
-    u.prompt_tokens = int_member(usage, "prompt_tokens");
-    u.completion_tokens = int_member(usage, "completion_tokens");
-    if (const json::Value* details = json::find(usage, "prompt_tokens_details");
-        details != nullptr) {
-        u.cached_tokens = int_member(*details, "cached_tokens");
+    // One pass; the first of a repeated key counts (as json::find reads it).
+    const json::Value* prompt = nullptr;
+    const json::Value* completion = nullptr;
+    const json::Value* prompt_details = nullptr;
+    const json::Value* completion_details = nullptr;
+    const json::Value* reasoning = nullptr;
+    for (const auto& m : usage.GetObject()) {
+        const std::string_view key = json::view(m.name);
+        const json::Value** slot = key == "prompt_tokens"               ? &prompt
+                                   : key == "completion_tokens"         ? &completion
+                                   : key == "prompt_tokens_details"     ? &prompt_details
+                                   : key == "completion_tokens_details" ? &completion_details
+                                   : key == "reasoning_tokens"          ? &reasoning
+                                                                        : nullptr;
+        if (slot != nullptr && *slot == nullptr) {
+            *slot = &m.value;
+        }
+    }
+    auto count = [](const json::Value* v) -> std::optional<int64_t> {
+        return v != nullptr && v->IsInt64() ? std::optional<int64_t>(v->GetInt64()) : std::nullopt;
+    };
+    u.prompt_tokens = count(prompt);
+    u.completion_tokens = count(completion);
+    if (prompt_details != nullptr) {
+        u.cached_tokens = int_member(*prompt_details, "cached_tokens");
     }
     // OpenAI's place, then SGLang's (its UsageInfo writes 0 without a reasoning parser).
-    if (const json::Value* details = json::find(usage, "completion_tokens_details");
-        details != nullptr) {
-        u.reasoning_tokens = int_member(*details, "reasoning_tokens");
+    if (completion_details != nullptr) {
+        u.reasoning_tokens = int_member(*completion_details, "reasoning_tokens");
     }
     if (!u.reasoning_tokens) {
-        u.reasoning_tokens = int_member(usage, "reasoning_tokens");
+        u.reasoning_tokens = count(reasoning);
     }
     return u;
 }

@@ -403,7 +403,7 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     // client's are converted (and its tool_choice).
     canonical::FunctionTools tools;
     FormatMember format;
-    if (openai_client && options.flavor == Flavor::tgi) {
+    if (openai_client && options.flavor == Flavor::tgi && canonical::asks_output_format(req)) {
         // TGI's chat route reads response_format only as its GrammarType ({"type": "json" |
         // "regex", "value"}): an OpenAI client's json_schema is TGI's 422 as it is, and so is
         // {"type": "text"}, which means none.
@@ -433,15 +433,17 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
         if (refused) {
             return std::move(*refused);
         }
-        auto fmt = canonical::output_format(req);
-        if (!fmt) {
-            return fmt.error();
+        if (canonical::asks_output_format(req)) {
+            auto fmt = canonical::output_format(req);
+            if (!fmt) {
+                return fmt.error();
+            }
+            auto member = format_member(*fmt, options.flavor);
+            if (!member) {
+                return member.error();
+            }
+            format = std::move(member.value());
         }
-        auto member = format_member(*fmt, options.flavor);
-        if (!member) {
-            return member.error();
-        }
-        format = std::move(member.value());
         if (ollama_client || anthropic_client) {
             auto got = canonical::function_tools(req, backend_name(options.flavor));
             if (!got) {
