@@ -205,13 +205,12 @@ Result<std::string> SglangCodec::encode_request(const GenerationRequest& req,
         if (auto err = canonical::refuse_foreign_extras(req, "an SGLang backend", {}, true)) {
             return std::move(*err);
         }
-        if (canonical::asks_output_format(req)) {
-            auto fmt = canonical::output_format(req);
-            if (!fmt) {
-                return fmt.error();
-            }
-            format = std::move(fmt.value());
+        // SGLang takes every kind.
+        auto fmt = canonical::output_format_for(req, "an SGLang backend", {}, {});
+        if (!fmt) {
+            return fmt.error();
         }
+        format = std::move(fmt.value());
     }
     const bool single = !req.prompt_is_list && req.prompts.size() == 1;
 
