@@ -231,6 +231,38 @@ describe('reasoning through infergate, each client against another dialect', () 
     }
   });
 
+  // The thinking switch reaches Ollama as `think` (read as Ollama's own compatibility layers
+  // read it); the emulator's Ollama then reasons ("Thinking about it.") without any header.
+  test('anthropic SDK: thinking enabled switches an Ollama backend\'s think on', async () => {
+    const s = await stack('ollama');
+    const client = new Anthropic({ baseURL: s.proxy.base, apiKey: 'x', maxRetries: 0 });
+    const params = { model: MODEL, max_tokens: 2048,
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+      messages: [{ role: 'user', content: 'Hi' }] };
+    for (const streamed of [false, true]) {
+      const message = streamed ? await client.messages.stream(params).finalMessage()
+        : await client.messages.create(params);
+      assert.equal(message.content[0].type, 'thinking', `${streamed}`);
+      assert.equal(message.content[0].thinking, 'Thinking about it.');
+    }
+    const off = await client.messages.create({ ...params, thinking: { type: 'disabled' } });
+    assert.deepEqual(off.content.map((b) => b.type), ['text']);
+  });
+
+  test('openai SDK: reasoning_effort switches an Ollama backend\'s think', async () => {
+    const s = await stack('ollama');
+    const client = new OpenAI({ baseURL: `${s.proxy.base}/v1`, apiKey: 'x', maxRetries: 0 });
+    const on = await client.chat.completions.create({ model: MODEL, max_tokens: 5,
+      reasoning_effort: 'minimal', messages: [{ role: 'user', content: 'Hi' }] });
+    assert.equal(on.choices[0].message.reasoning_content, 'Thinking about it.');
+    const off = await client.chat.completions.create({ model: MODEL, max_tokens: 5,
+      reasoning_effort: 'none', messages: [{ role: 'user', content: 'Hi' }] });
+    assert.equal(off.choices[0].message.reasoning_content, undefined);
+    await assert.rejects(client.chat.completions.create({ model: MODEL, max_tokens: 5,
+      reasoning_effort: 'extreme', messages: [{ role: 'user', content: 'Hi' }] }),
+    (e) => e.status === 400 && /reasoning_effort/.test(e.message));
+  });
+
   test('ollama client: thinking, whole and streamed (Anthropic backend)', async () => {
     const s = await stack('anthropic');
     const client = new Ollama({ host: s.proxy.base, headers: REASON });

@@ -72,6 +72,64 @@ std::optional<canonical::Error> check_tools(const GenerationRequest& req) {
     return std::nullopt;
 }
 
+// Where another family's client switches its model's thinking: OpenAI's reasoning_effort,
+// Anthropic's thinking ("" for the others).
+std::string_view thinking_key(canonical::Dialect client) {
+    return client == canonical::Dialect::openai_chat ? "reasoning_effort"
+           : client == canonical::Dialect::anthropic ? "thinking"
+                                                     : "";
+}
+
+// Another family's thinking switch as Ollama's `think` (its JSON; empty: leave the model's
+// default), read as Ollama's own compatibility layers read it: reasoning_effort as
+// openai/openai.go's thinkFromReasoningEffort (none -> false, minimal -> "low", low / medium /
+// high / max as they are, xhigh -> "max"), Anthropic's thinking as anthropic/anthropic.go
+// (enabled -> true, disabled -> false, its budget_tokens having no equivalent there either).
+Result<std::string> foreign_think(const GenerationRequest& req) {
+    const std::string_view key = thinking_key(req.dialect);
+    const canonical::Extra* e = key.empty() ? nullptr : canonical::find_extra(req, key);
+    if (e == nullptr || e->json == "null") {
+        return std::string();
+    }
+    json::Document doc;
+    if (json::parse(e->json, doc)) {
+        return bad_request("'" + std::string(key) + "' is not valid JSON", std::string(key));
+    }
+    if (req.dialect == canonical::Dialect::openai_chat) {
+        const std::string_view effort = doc.IsString() ? json::view(doc) : std::string_view();
+        if (effort == "none") {
+            return std::string("false");
+        }
+        if (effort == "minimal") {
+            return std::string(R"("low")");
+        }
+        if (effort == "low" || effort == "medium" || effort == "high" || effort == "max") {
+            return "\"" + std::string(effort) + "\"";
+        }
+        if (effort == "xhigh") {
+            return std::string(R"("max")");
+        }
+        return bad_request(
+            "'reasoning_effort' must be none, minimal, low, medium, high, xhigh "
+            "or max, got " +
+                e->json,
+            "reasoning_effort");
+    }
+    const json::Value* type = json::find(doc, "type");
+    const std::string_view kind =
+        type != nullptr && type->IsString() ? json::view(*type) : std::string_view();
+    if (kind == "enabled") {
+        return std::string("true");
+    }
+    if (kind == "disabled") {
+        return std::string("false");
+    }
+    if (kind == "adaptive") {
+        return std::string();  // the model decides: Ollama's default
+    }
+    return bad_request("'thinking.type' must be enabled, disabled or adaptive", "thinking.type");
+}
+
 // Another family's function tools: an OpenAI client's go to Ollama as they are (one wire
 // shape), an Anthropic client's converted. Ollama has no tool_choice: it decides itself whether
 // to call one, which is "auto"; nor a way to ask for one call at a time.
@@ -184,7 +242,8 @@ std::optional<canonical::Error> check(const GenerationRequest& req, const Sampli
                            "Ollama never writes special tokens; leave it out");
     }
     if (!is_ollama(req.dialect)) {
-        return canonical::refuse_foreign_extras(req, kBackend, {"tools", "tool_choice"}, true);
+        return canonical::refuse_foreign_extras(
+            req, kBackend, {"tools", "tool_choice", thinking_key(req.dialect)}, true);
     }
     return std::nullopt;
 }
@@ -260,12 +319,18 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     }
     canonical::FunctionTools tools;
     canonical::OutputFormat format;
+    std::string think;
     if (!is_ollama(req.dialect)) {
         auto got = foreign_tools(req);
         if (!got) {
             return got.error();
         }
         tools = std::move(got.value());
+        auto switched = foreign_think(req);
+        if (!switched) {
+            return switched.error();
+        }
+        think = std::move(switched.value());
         auto fmt = canonical::output_format_for(
             req, "an Ollama backend", {canonical::OutputFormat::Kind::regex},
             "Ollama's format takes \"json\" or a JSON schema, no regular expression");
@@ -337,6 +402,10 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     } else if (format.kind == canonical::OutputFormat::Kind::json_schema) {
         json::key(w, "format");
         json::write_raw(w, format.schema);
+    }
+    if (!think.empty()) {
+        json::key(w, "think");
+        json::write_raw(w, think);
     }
     // Always explicit: Ollama streams when "stream" is absent.
     json::key(w, "stream");

@@ -516,3 +516,45 @@ TEST_CASE("tools: an Ollama answer's tool calls reach an OpenAI client as OpenAI
         R"("type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]})");
     CHECK(json::to_string(choice["finish_reason"]) == R"("tool_calls")");
 }
+
+TEST_CASE("thinking switch to Ollama: as Ollama's own compatibility layers read it") {
+    auto think_of = [](Dialect client, const std::string& member) -> std::string {
+        const std::string body =
+            client == Dialect::anthropic
+                ? R"({"model":"m","max_tokens":64,"messages":[{"role":"user","content":"Hi"}],)" +
+                      member + "}"
+                : R"({"model":"m","messages":[{"role":"user","content":"Hi"}],)" + member + "}";
+        const std::string sent = encode(Dialect::ollama_chat, decode(client, body));
+        json::Document doc;
+        REQUIRE_FALSE(json::parse(sent, doc));
+        const json::Value* think = json::find(doc, "think");
+        return think == nullptr ? "-" : json::to_string(*think);
+    };
+    const std::pair<const char*, const char*> efforts[] = {
+        {"none", "false"},         {"minimal", R"("low")"}, {"low", R"("low")"},
+        {"medium", R"("medium")"}, {"high", R"("high")"},   {"max", R"("max")"},
+        {"xhigh", R"("max")"}};
+    for (const auto& [effort, think] : efforts) {
+        CAPTURE(effort);
+        CHECK(think_of(Dialect::openai_chat,
+                       std::string(R"("reasoning_effort":")") + effort + "\"") == think);
+    }
+    CHECK(think_of(Dialect::openai_chat, R"("reasoning_effort":null)") == "-");
+    CHECK(think_of(Dialect::anthropic, R"("thinking":{"type":"enabled","budget_tokens":2000})") ==
+          "true");
+    CHECK(think_of(Dialect::anthropic, R"("thinking":{"type":"disabled"})") == "false");
+    CHECK(think_of(Dialect::anthropic, R"("thinking":{"type":"adaptive"})") == "-");
+    GenerationRequest bad = decode(
+        Dialect::openai_chat,
+        R"({"model":"m","messages":[{"role":"user","content":"Hi"}],"reasoning_effort":"huge"})");
+    CHECK(refusal(Dialect::ollama_chat, bad).param == "reasoning_effort");
+    bad = decode(Dialect::anthropic,
+                 R"({"model":"m","max_tokens":8,"messages":[{"role":"user","content":"Hi"}],)"
+                 R"("thinking":{"type":"sometimes"}})");
+    CHECK(refusal(Dialect::ollama_chat, bad).param == "thinking.type");
+    // Toward another family the switch is still refused, naming it.
+    bad = decode(Dialect::anthropic,
+                 R"({"model":"m","max_tokens":8,"messages":[{"role":"user","content":"Hi"}],)"
+                 R"("thinking":{"type":"enabled","budget_tokens":1024}})");
+    CHECK(refusal(Dialect::openai_chat, bad).param == "thinking");
+}
