@@ -403,20 +403,6 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     // client's are converted (and its tool_choice).
     canonical::FunctionTools tools;
     FormatMember format;
-    if (openai_client && options.flavor == Flavor::tgi && canonical::asks_output_format(req)) {
-        // TGI's chat route reads response_format only as its GrammarType ({"type": "json" |
-        // "regex", "value"}): an OpenAI client's json_schema is TGI's 422 as it is, and so is
-        // {"type": "text"}, which means none.
-        auto fmt = canonical::output_format(req);
-        if (!fmt) {
-            return fmt.error();
-        }
-        auto member = format_member(*fmt, options.flavor);
-        if (!member) {
-            return member.error();
-        }
-        format = std::move(member.value());
-    }
     if (!openai_client) {
         const bool ollama_client = req.dialect == canonical::Dialect::ollama_chat;
         const bool anthropic_client = req.dialect == canonical::Dialect::anthropic;
@@ -433,17 +419,6 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
         if (refused) {
             return std::move(*refused);
         }
-        if (canonical::asks_output_format(req)) {
-            auto fmt = canonical::output_format(req);
-            if (!fmt) {
-                return fmt.error();
-            }
-            auto member = format_member(*fmt, options.flavor);
-            if (!member) {
-                return member.error();
-            }
-            format = std::move(member.value());
-        }
         if (ollama_client || anthropic_client) {
             auto got = canonical::function_tools(req, backend_name(options.flavor));
             if (!got) {
@@ -453,6 +428,21 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
         }
     }
 
+    // Another family's structured output, and an OpenAI client's for TGI's chat route, which
+    // reads response_format only as its GrammarType ({"type": "json" | "regex", "value"}): an
+    // OpenAI client's json_schema is TGI's 422 as it is, and so is {"type": "text"}, which
+    // means none.
+    if ((!openai_client || options.flavor == Flavor::tgi) && canonical::asks_output_format(req)) {
+        auto fmt = canonical::output_format(req);
+        if (!fmt) {
+            return fmt.error();
+        }
+        auto member = format_member(*fmt, options.flavor);
+        if (!member) {
+            return member.error();
+        }
+        format = std::move(member.value());
+    }
     std::string body;
     body.reserve(256 + (req.prompts.empty() ? 0 : req.prompts.front().text.size()) +
                  (req.messages.empty() ? 0 : req.messages.back().content.size()));
