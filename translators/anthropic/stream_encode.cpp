@@ -49,22 +49,32 @@ void write_type(json::Writer& w, std::string_view type) {
     wire::string(w, type);
 }
 
+// An event about block `index`: {"type": <event>, "index", <member>: {"type": <type>, ...}},
+// the inner object's other members written by `fields`.
+template <class Fields>
+void block_event(std::string_view event, int index, std::string_view member, std::string_view type,
+                 std::string& out, Fields fields) {
+    Event ev(event, out);
+    json::Writer& w = ev.w();
+    w.StartObject();
+    write_type(w, event);
+    wire::key(w, "index");
+    w.Int(index);
+    wire::key(w, member);
+    w.StartObject();
+    write_type(w, type);
+    fields(w);
+    w.EndObject();
+    w.EndObject();
+}
+
 // A content_block_delta of block `index`: {"type": <type>, <key>: <value>}.
 void write_delta(int index, std::string_view type, std::string_view key, std::string_view value,
                  std::string& out) {
-    Event ev("content_block_delta", out);
-    json::Writer& w = ev.w();
-    w.StartObject();
-    write_type(w, "content_block_delta");
-    wire::key(w, "index");
-    w.Int(index);
-    wire::key(w, "delta");
-    w.StartObject();
-    write_type(w, type);
-    wire::key(w, key);
-    wire::string(w, value);
-    w.EndObject();
-    w.EndObject();
+    block_event("content_block_delta", index, "delta", type, out, [&](json::Writer& w) {
+        wire::key(w, key);
+        wire::string(w, value);
+    });
 }
 
 // Content blocks are numbered as they start: the text block (one at a time, opened when text
@@ -74,18 +84,7 @@ void write_delta(int index, std::string_view type, std::string_view key, std::st
 // `fields` after the type.
 template <class Fields>
 void start_block(int index, std::string_view type, std::string& out, Fields fields) {
-    Event ev("content_block_start", out);
-    json::Writer& w = ev.w();
-    w.StartObject();
-    write_type(w, "content_block_start");
-    wire::key(w, "index");
-    w.Int(index);
-    wire::key(w, "content_block");
-    w.StartObject();
-    write_type(w, type);
-    fields(w);
-    w.EndObject();
-    w.EndObject();
+    block_event("content_block_start", index, "content_block", type, out, fields);
 }
 
 void open_text_block(ChoiceState& c, std::string& out) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "tests/support/chat_codec.hpp"
 #include "translators/canonical/json.hpp"
 #include "translators/codec.hpp"
 
@@ -22,29 +23,9 @@ using infergate::translators::codec_for;
 using infergate::translators::Flavor;
 using infergate::translators::UpstreamOptions;
 
-GenerationRequest decode(Dialect client, std::string_view body) {
-    INFO(body);
-    auto r = codec_for(client).decode_request(body);
-    REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().message));
-    return std::move(r.value());
-}
-
-std::string encode(Dialect backend, const GenerationRequest& req, Flavor flavor = Flavor::vllm) {
-    UpstreamOptions options;
-    options.flavor = flavor;
-    auto r = codec_for(backend).encode_request(req, options);
-    REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().message));
-    return std::move(r.value());
-}
-
-canonical::Error refusal(Dialect backend, const GenerationRequest& req,
-                         Flavor flavor = Flavor::vllm) {
-    UpstreamOptions options;
-    options.flavor = flavor;
-    auto r = codec_for(backend).encode_request(req, options);
-    REQUIRE_FALSE(r.ok());
-    return r.error();
-}
+using infergate::testing::decode;
+using infergate::testing::encode;
+using infergate::testing::refusal;
 
 // The messages array of an encoded body, compact.
 std::string messages_of(const std::string& body) {

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/support/chat_codec.hpp"
 #include "translators/canonical/json.hpp"
 #include "translators/canonical/output_format.hpp"
 #include "translators/codec.hpp"
@@ -26,12 +27,7 @@ using infergate::translators::codec_for;
 using infergate::translators::Flavor;
 using infergate::translators::UpstreamOptions;
 
-GenerationRequest decode(Dialect client, std::string_view body) {
-    INFO(body);
-    auto r = codec_for(client).decode_request(body);
-    REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().message));
-    return std::move(r.value());
-}
+using infergate::testing::decode;
 
 OutputFormat format_of(Dialect client, std::string_view body) {
     const GenerationRequest req = decode(client, body);
