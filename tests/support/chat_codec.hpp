@@ -20,20 +20,25 @@ inline canonical::GenerationRequest decode(canonical::Dialect client, std::strin
     return std::move(r.value());
 }
 
-inline std::string encode(canonical::Dialect backend, const canonical::GenerationRequest& req,
-                          translators::Flavor flavor = translators::Flavor::vllm) {
+// What the backend's encoder makes of `req`: its body or its refusal.
+inline canonical::Result<std::string> send(canonical::Dialect backend,
+                                           const canonical::GenerationRequest& req,
+                                           translators::Flavor flavor) {
     translators::UpstreamOptions options;
     options.flavor = flavor;
-    auto r = translators::codec_for(backend).encode_request(req, options);
+    return translators::codec_for(backend).encode_request(req, options);
+}
+
+inline std::string encode(canonical::Dialect backend, const canonical::GenerationRequest& req,
+                          translators::Flavor flavor = translators::Flavor::vllm) {
+    auto r = send(backend, req, flavor);
     REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().message));
     return std::move(r.value());
 }
 
 inline canonical::Error refusal(canonical::Dialect backend, const canonical::GenerationRequest& req,
                                 translators::Flavor flavor = translators::Flavor::vllm) {
-    translators::UpstreamOptions options;
-    options.flavor = flavor;
-    auto r = translators::codec_for(backend).encode_request(req, options);
+    auto r = send(backend, req, flavor);
     REQUIRE_FALSE(r.ok());
     return r.error();
 }
