@@ -68,6 +68,33 @@ public:
         }
     }
 
+    // A list of strings (a single string is a list of one).
+    void read_list(const YAML::Node& node, const std::string& key, const std::string& path,
+                   std::vector<std::string>& out) {
+        if (!node.IsMap()) {
+            return;
+        }
+        const YAML::Node v = node[key];
+        if (!v || v.IsNull()) {
+            return;
+        }
+        if (v.IsScalar()) {
+            out.push_back(v.Scalar());
+            return;
+        }
+        if (!v.IsSequence()) {
+            fail(join(path, key), "must be a list of strings");
+            return;
+        }
+        for (size_t i = 0; i < v.size(); ++i) {
+            if (!v[i].IsScalar()) {
+                fail(join(path, key) + "[" + std::to_string(i) + "]", "must be a string");
+                continue;
+            }
+            out.push_back(v[i].Scalar());
+        }
+    }
+
     template <class T>
     static std::string type_name() {
         if constexpr (std::is_same_v<T, bool>) {
@@ -79,6 +106,43 @@ public:
         }
     }
 };
+
+void read_routing(Reader& r, const YAML::Node& n, Routing& out) {
+    r.check_keys(n, "routing",
+                 {"balance", "prefix", "max_imbalance", "retries", "outlier_ejection"});
+    std::string balance = "prefix";
+    r.read(n, "balance", "routing", balance);
+    if (balance == "prefix") {
+        out.balance = Balance::prefix;
+    } else if (balance == "least_outstanding") {
+        out.balance = Balance::least_outstanding;
+    } else {
+        r.fail("routing.balance",
+               "must be prefix (prefix-cache affinity, bounded by load) or "
+               "least_outstanding; got '" +
+                   balance + "'");
+    }
+    r.read(n, "max_imbalance", "routing", out.max_imbalance);
+    if (const YAML::Node p = n.IsMap() ? n["prefix"] : YAML::Node(); p) {
+        r.check_keys(p, "routing.prefix", {"block_bytes", "min_match_bytes", "max_blocks"});
+        r.read(p, "block_bytes", "routing.prefix", out.prefix_block_bytes);
+        r.read(p, "min_match_bytes", "routing.prefix", out.prefix_min_match_bytes);
+        r.read(p, "max_blocks", "routing.prefix", out.prefix_max_blocks);
+    }
+    if (const YAML::Node p = n.IsMap() ? n["retries"] : YAML::Node(); p) {
+        r.check_keys(p, "routing.retries", {"attempts", "budget_percent", "budget_min"});
+        r.read(p, "attempts", "routing.retries", out.attempts);
+        r.read(p, "budget_percent", "routing.retries", out.budget_percent);
+        r.read(p, "budget_min", "routing.retries", out.budget_min);
+    }
+    if (const YAML::Node p = n.IsMap() ? n["outlier_ejection"] : YAML::Node(); p) {
+        const std::string op = "routing.outlier_ejection";
+        r.check_keys(p, op, {"consecutive_failures", "ejection_ms", "max_ejection_ms"});
+        r.read(p, "consecutive_failures", op, out.consecutive_failures);
+        r.read(p, "ejection_ms", op, out.ejection_ms);
+        r.read(p, "max_ejection_ms", op, out.max_ejection_ms);
+    }
+}
 
 LoadResult finish(Config c, Reader& r) {
     for (auto& b : c.backends) {
@@ -160,12 +224,28 @@ std::vector<std::string> validate(const Config& c) {
     if (c.backends.empty()) {
         errors.push_back("backends: at least one backend is required");
     }
-    if (c.backends.size() > 1) {
-        // Accepting them and serving from the first alone would ignore configuration silently.
+    const Routing& rt = c.routing;
+    const auto positive = [&](int64_t v, const char* path) {
+        if (v <= 0) {
+            errors.push_back(std::string(path) + ": must be > 0");
+        }
+    };
+    positive(rt.prefix_block_bytes, "routing.prefix.block_bytes");
+    positive(rt.prefix_max_blocks, "routing.prefix.max_blocks");
+    positive(rt.attempts, "routing.retries.attempts");
+    positive(rt.consecutive_failures, "routing.outlier_ejection.consecutive_failures");
+    positive(rt.ejection_ms, "routing.outlier_ejection.ejection_ms");
+    if (rt.prefix_min_match_bytes < 0 || rt.max_imbalance < 0 || rt.budget_percent < 0 ||
+        rt.budget_min < 0) {
         errors.push_back(
-            "backends[1]: routing across several backends is not supported yet; "
-            "give exactly one backend (" +
-            std::to_string(c.backends.size()) + " are listed)");
+            "routing: prefix.min_match_bytes, max_imbalance, retries.budget_percent and "
+            "retries.budget_min must be >= 0");
+    }
+    if (rt.attempts > 10) {
+        errors.push_back("routing.retries.attempts: at most 10 tries per request");
+    }
+    if (rt.max_ejection_ms < rt.ejection_ms) {
+        errors.push_back("routing.outlier_ejection.max_ejection_ms: must be >= ejection_ms");
     }
     std::set<std::string> names;
     for (size_t i = 0; i < c.backends.size(); ++i) {
@@ -174,8 +254,28 @@ std::vector<std::string> validate(const Config& c) {
         if (!names.insert(b.name).second) {
             errors.push_back(p + ".name: '" + b.name + "' is used twice");
         }
-        if (auto why = bad_model_name(b.model)) {
-            errors.push_back(p + ".model: " + *why);
+        for (const auto& m : b.models) {
+            if (auto why = bad_model_name(m)) {
+                errors.push_back(p + ".models: '" + m + "' " + *why);
+            }
+            if (m.empty()) {
+                errors.push_back(p + ".models: a model name is empty");
+            }
+        }
+        if (b.weight < 1 || b.weight > 1000) {
+            errors.push_back(p + ".weight: must be between 1 and 1000");
+        }
+        if (b.resolve_interval_ms < 100) {
+            errors.push_back(p + ".resolve_interval_ms: must be >= 100");
+        }
+        if (b.health.interval_ms < 100 || b.health.timeout_ms <= 0 ||
+            b.health.unhealthy_threshold < 1 || b.health.healthy_threshold < 1) {
+            errors.push_back(p +
+                             ".health: interval_ms must be >= 100, timeout_ms > 0 and the "
+                             "thresholds >= 1");
+        }
+        if (!b.health.path.empty() && b.health.path.front() != '/') {
+            errors.push_back(p + ".health.path: must start with /");
         }
         if (b.url.host.empty()) {
             errors.push_back(p + ".url: is required");
@@ -203,6 +303,18 @@ std::vector<std::string> validate(const Config& c) {
                              " is not set");
         }
     }
+    std::string ca_file;  // one TLS context serves every https backend
+    for (size_t i = 0; i < c.backends.size(); ++i) {
+        const Backend& b = c.backends[i];
+        if (b.url.tls && !b.tls_ca_file.empty() && !ca_file.empty() && b.tls_ca_file != ca_file) {
+            errors.push_back("backends[" + std::to_string(i) +
+                             "].tls_ca_file: every https backend must use the same CA bundle "
+                             "(put both CAs in one PEM file)");
+        }
+        if (b.url.tls && !b.tls_ca_file.empty()) {
+            ca_file = b.tls_ca_file;
+        }
+    }
     std::set<std::string> alias_names;
     for (size_t i = 0; i < c.aliases.size(); ++i) {
         const std::string p = "models.aliases." + c.aliases[i].name;
@@ -217,6 +329,24 @@ std::vector<std::string> validate(const Config& c) {
         }
         if (!alias_names.insert(c.aliases[i].name).second) {
             errors.push_back(p + ": defined twice");
+        }
+    }
+    if (!c.default_model.empty()) {
+        // Checked when every backend lists its models; a discovered one may serve it.
+        bool known = alias_names.count(c.default_model) > 0;
+        bool all_listed = true;
+        std::string served;
+        for (const Backend& b : c.backends) {
+            all_listed = all_listed && !b.models.empty();
+            for (const auto& m : b.models) {
+                known = known || m == c.default_model;
+                served += (served.empty() ? "" : ", ") + m;
+            }
+        }
+        if (all_listed && !known) {
+            errors.push_back("models.default: '" + c.default_model +
+                             "' is neither served by a backend nor an alias (served: " + served +
+                             ")");
         }
     }
     return errors;
@@ -258,7 +388,7 @@ LoadResult load_yaml_text(std::string_view text) {
     }
     r.check_keys(root, "",
                  {"listen", "admin_listen", "threads", "limits", "auth", "backends", "models",
-                  "log_level", "client_idle_ms", "client_header_ms", "client_body_ms",
+                  "routing", "log_level", "client_idle_ms", "client_header_ms", "client_body_ms",
                   "client_body_min_rate", "shutdown_grace_ms", "access_log"});
     if (!r.errors.empty() && !root.IsMap()) {
         return LoadResult{nullptr, r.errors, {}};
@@ -303,8 +433,10 @@ LoadResult load_yaml_text(std::string_view text) {
                 const YAML::Node n = backends[i];
                 const std::string p = "backends[" + std::to_string(i) + "]";
                 Backend b;
-                r.check_keys(n, p, {"name", "url", "dialect", "model", "api_key_env", "tls_ca_file", "timeouts",
-                                    "max_idle_connections"});
+                r.check_keys(n, p,
+                             {"name", "url", "dialect", "model", "models", "weight", "discovery",
+                              "resolve_interval_ms", "health", "api_key_env", "tls_ca_file",
+                              "timeouts", "max_idle_connections"});
                 if (!n.IsMap()) {
                     continue;
                 }
@@ -332,6 +464,38 @@ LoadResult load_yaml_text(std::string_view text) {
                                                "; got '" + dialect + "'");
                 }
                 r.read(n, "model", p, b.model);
+                r.read_list(n, "models", p, b.models);
+                if (!b.model.empty() && !b.models.empty()) {
+                    r.fail(p + ".models", "give model or models, not both");
+                } else if (!b.model.empty()) {
+                    b.models.push_back(b.model);
+                } else if (!b.models.empty()) {
+                    b.model = b.models.front();
+                }
+                r.read(n, "weight", p, b.weight);
+                std::string discovery = "single";
+                r.read(n, "discovery", p, discovery);
+                if (discovery == "dns") {
+                    b.discovery = Discovery::dns;
+                } else if (discovery != "single") {
+                    r.fail(p + ".discovery",
+                           "must be single (one replica) or dns (every address "
+                           "the host name resolves to); got '" +
+                               discovery + "'");
+                }
+                r.read(n, "resolve_interval_ms", p, b.resolve_interval_ms);
+                if (const YAML::Node h = n["health"]; h) {
+                    const std::string hp = p + ".health";
+                    b.health.configured = true;
+                    r.check_keys(h, hp,
+                                 {"path", "interval_ms", "timeout_ms", "unhealthy_threshold",
+                                  "healthy_threshold"});
+                    r.read(h, "path", hp, b.health.path);
+                    r.read(h, "interval_ms", hp, b.health.interval_ms);
+                    r.read(h, "timeout_ms", hp, b.health.timeout_ms);
+                    r.read(h, "unhealthy_threshold", hp, b.health.unhealthy_threshold);
+                    r.read(h, "healthy_threshold", hp, b.health.healthy_threshold);
+                }
                 r.read(n, "api_key_env", p, b.api_key_env);
                 r.read(n, "tls_ca_file", p, b.tls_ca_file);
                 r.read(n, "max_idle_connections", p, b.max_idle_connections);
@@ -347,8 +511,12 @@ LoadResult load_yaml_text(std::string_view text) {
             }
         }
     }
+    if (const YAML::Node routing = root["routing"]; routing) {
+        read_routing(r, routing, c.routing);
+    }
     if (const YAML::Node models = root["models"]; models) {
-        r.check_keys(models, "models", {"aliases"});
+        r.check_keys(models, "models", {"aliases", "default"});
+        r.read(models, "default", "models", c.default_model);
         const YAML::Node aliases = models.IsMap() ? models["aliases"] : YAML::Node();
         if (aliases && !aliases.IsNull()) {
             if (!aliases.IsMap()) {

@@ -61,11 +61,39 @@ struct Timeouts {
     bool operator==(const Timeouts&) const = default;
 };
 
+// How a backend's host name becomes replicas.
+enum class Discovery : uint8_t {
+    // One replica; the name is resolved when a connection is made (again after a failure).
+    single,
+    // Every address the name resolves to is a replica, resolved again every
+    // resolve_interval_ms (a Kubernetes headless Service: engine pods that come and go).
+    dns,
+};
+
+// Active health checks of each replica (the engine's own health route by default).
+struct HealthCheck {
+    // Given (health: in the backend's config): checks run. Otherwise they run only where they
+    // can steer something: several backends, or discovery: dns (docs/routing.md).
+    bool configured = false;
+    std::string path;  // empty: the engine's own (translators::health_call)
+    int64_t interval_ms = 5000;
+    int64_t timeout_ms = 2000;
+    int unhealthy_threshold = 3;  // consecutive failed checks that take a replica out
+    int healthy_threshold = 1;    // consecutive passed checks that bring it back
+    bool operator==(const HealthCheck&) const = default;
+};
+
 struct Backend {
     std::string name = "default";
     Url url;
     BackendDialect dialect = BackendDialect::auto_detect;
-    std::string model;        // served model name; discovered when empty
+    std::string model;  // the first of `models` ("" when none is configured)
+    // The models it serves (`model: NAME` or `models: [..]`); discovered when empty.
+    std::vector<std::string> models;
+    int weight = 1;  // its share of a pool's requests, relative to the other members'
+    Discovery discovery = Discovery::single;
+    int64_t resolve_interval_ms = 5000;  // discovery: dns
+    HealthCheck health;
     std::string api_key_env;  // environment variable holding the bearer token
     std::string api_key;      // resolved at load time from api_key_env
     std::string tls_ca_file;  // PEM bundle to verify an https backend (default: system CAs)
@@ -73,6 +101,33 @@ struct Backend {
     int max_idle_connections = 64;  // per thread
     // Equal backends share a pool across a reload (every field: URL, key, TLS, timeouts).
     bool operator==(const Backend&) const = default;
+};
+
+// How requests are spread over the replicas that serve a model (routing:).
+enum class Balance : uint8_t {
+    least_outstanding,  // power of two choices over requests in flight, weighted
+    prefix,  // the replica that served the longest shared prompt prefix, unless overloaded
+};
+
+struct Routing {
+    Balance balance = Balance::prefix;
+    // Prefix-cache affinity (balance: prefix).
+    int64_t prefix_block_bytes = 128;      // the index's unit: a prompt's leading bytes in blocks
+    int64_t prefix_min_match_bytes = 256;  // a shorter shared prefix is no reason to prefer
+    int64_t prefix_max_blocks = 65536;     // the index's size bound (LRU); see docs/routing.md
+    // Affinity yields to load: a replica with this many more requests in flight (per unit of
+    // weight) than the least loaded member of the pool is not chosen for its cache.
+    int64_t max_imbalance = 4;
+    // Failover before the first byte reaches the client (docs/routing.md).
+    int attempts = 3;         // tries per request in all, across replicas; 1: no failover
+    int budget_percent = 20;  // retries in flight at most this share of requests in flight
+    int budget_min = 3;       // ... but always at least this many
+    // Passive outlier ejection: consecutive failures (connect, reset, 5xx, timeout) that take
+    // a replica out for ejection_ms, doubled on each ejection in a row up to max_ejection_ms.
+    int consecutive_failures = 3;
+    int64_t ejection_ms = 5000;
+    int64_t max_ejection_ms = 60000;
+    bool operator==(const Routing&) const = default;
 };
 
 struct Alias {
@@ -129,8 +184,12 @@ struct Config {
     // (Apache's mod_reqtimeout MinRate, 500 by default there too); 0: no minimum.
     int64_t client_body_min_rate = 500;
     int64_t shutdown_grace_ms = 30000;
-    std::vector<Backend> backends;  // exactly one until routing across backends exists
+    std::vector<Backend> backends;
     std::vector<Alias> aliases;
+    // The model of requests that name none (SGLang /generate, TGI, llama.cpp); empty: the
+    // first backend's first model.
+    std::string default_model;
+    Routing routing;
     Auth auth;  // client keys; off unless keys_file or keys_env is set
     std::string log_level = "info";
     // One JSON line per request: "stderr" (default), "off", or a file path (appended to).
@@ -167,6 +226,7 @@ struct ConfigChanges {
     std::vector<std::string> needs_restart;  // "listen", "threads", ...
     bool backend_changed = false;            // a new upstream pool (idle connections closed)
     bool backend_identity_changed = false;   // URL, dialect or model: probe it again
+    bool routing_changed = false;            // backends added, removed or changed; models; routing:
 };
 ConfigChanges diff(const Config& running, const Config& next);
 // `next` with the running values of what needs a restart (see ConfigChanges).

@@ -24,21 +24,41 @@ ConfigChanges diff(const Config& running, const Config& next) {
             c.applied.emplace_back(path);
         }
     };
-    // One backend until routing across backends exists: compared whole, as the pool sees it.
-    const bool same_count = running.backends.size() == next.backends.size();
+    // Backends are matched by name: one whose settings are all equal keeps its replicas, pools,
+    // health and what its probe learned; a changed one starts over (Server::reload).
     for (size_t i = 0; i < next.backends.size(); ++i) {
         const Backend& b = next.backends[i];
-        if (same_count && running.backends[i] == b) {
+        const Backend* was = nullptr;
+        for (const Backend& r : running.backends) {
+            was = r.name == b.name ? &r : was;
+        }
+        if (was != nullptr && *was == b) {
             continue;
         }
-        c.applied.push_back("backends[" + std::to_string(i) + "]");
+        c.applied.push_back(was == nullptr ? "backends[" + std::to_string(i) + "] (added)"
+                                           : "backends[" + std::to_string(i) + "]");
         c.backend_changed = true;
-        if (!same_count || !(running.backends[i].url == b.url) ||
-            running.backends[i].dialect != b.dialect || running.backends[i].model != b.model) {
+        if (was == nullptr || !(was->url == b.url) || was->dialect != b.dialect ||
+            was->models != b.models || was->discovery != b.discovery) {
             c.backend_identity_changed = true;
         }
     }
+    for (const Backend& r : running.backends) {
+        bool kept = false;
+        for (const Backend& b : next.backends) {
+            kept = kept || b.name == r.name;
+        }
+        if (!kept) {
+            c.applied.push_back("backends: '" + r.name + "' removed");
+            c.backend_changed = true;
+        }
+    }
     applied(running.aliases != next.aliases, "models.aliases");
+    applied(running.default_model != next.default_model, "models.default");
+    applied(running.routing != next.routing, "routing");
+    c.routing_changed = c.backend_changed || running.aliases != next.aliases ||
+                        running.default_model != next.default_model ||
+                        running.routing != next.routing;
     applied(running.auth.keys_file != next.auth.keys_file ||
                 running.auth.keys_env != next.auth.keys_env || running.auth.keys != next.auth.keys,
             "auth");

@@ -78,11 +78,12 @@ constexpr std::string_view kSetDialect =
 // engines' fingerprints at once are seen as the conflict they are instead of the first one
 // winning. Routes other servers serve too (Ollama's /api/tags on llama.cpp and SGLang,
 // /v1/models everywhere) are not fingerprints; neither is /health, which every server has.
-Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::context* tls) {
+Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::context* tls,
+                                std::optional<net::ip::address> ip) {
     auto executor = co_await net::this_coro::executor;
     Deadlines deadlines;  // outlives the pool and its connections
     deadlines.start(executor, Deadlines::tick_for(std::chrono::seconds(5)));
-    UpstreamPool pool(executor, deadlines, backend, backend.url.tls ? tls : nullptr);
+    UpstreamPool pool(executor, deadlines, backend, backend.url.tls ? tls : nullptr, ip);
     ProbeResult result;
     BackendInfo& info = result.info;
     const std::string base = backend.url.text();
@@ -115,8 +116,17 @@ Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::contex
     std::string listed_model;
     std::string owned_by;
     bool model_list = false;
+    std::vector<std::string> listed;  // every id the list holds, in its order
     if (models.doc.IsObject()) {
         const json::Value* data = json::find(models.doc, "data");
+        if (data != nullptr && data->IsArray()) {
+            for (const auto& m : data->GetArray()) {
+                if (std::string id = m.IsObject() ? string_member(m, "id") : std::string();
+                    !id.empty()) {
+                    listed.push_back(std::move(id));
+                }
+            }
+        }
         const json::Value* first =
             data != nullptr && data->IsArray() && !data->Empty() && (*data)[0].IsObject()
                 ? &(*data)[0]
@@ -284,6 +294,12 @@ Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::contex
         if (const auto* list = tags.doc.IsObject() ? json::find(tags.doc, "models") : nullptr;
             list != nullptr && list->IsArray() && !list->Empty()) {
             info.served_model = string_member((*list)[0], "name");
+            for (const auto& m : list->GetArray()) {
+                if (std::string name = m.IsObject() ? string_member(m, "name") : std::string();
+                    !name.empty()) {
+                    listed.push_back(std::move(name));
+                }
+            }
         }
     }
     if (found == D::llamacpp && n_ctx && *n_ctx > 0) {
@@ -292,6 +308,15 @@ Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::contex
     if (info.served_model.empty() && found == D::vllm_legacy) {
         // The demo server has no model name at all; clients see the backend's configured name.
         info.served_model = backend.name;
+    }
+    // Every model it serves: configured, else what it lists (a server that loads models on
+    // demand, Ollama or a hosted API, lists many), else the one found.
+    info.models = backend.models;
+    if (info.models.empty()) {
+        info.models = listed;
+    }
+    if (info.models.empty() && !info.served_model.empty()) {
+        info.models.push_back(info.served_model);
     }
 
     if (!found) {

@@ -16,6 +16,8 @@ struct ProbeResult {
     BackendInfo info;
 };
 
-Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::context* tls);
+// `ip`: probe this address (a replica found by DNS discovery) rather than the URL's host.
+Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::context* tls,
+                                std::optional<net::ip::address> ip = std::nullopt);
 
 }  // namespace infergate

@@ -9,9 +9,7 @@
 
 namespace infergate::probe {
 
-namespace {
-
-Task<Reply> get(UpstreamPool& pool, const std::string& path) {
+Task<Reply> get(UpstreamPool& pool, const std::string& path, std::chrono::milliseconds budget) {
     Reply reply;
     bool reused = false;
     auto conn = co_await pool.acquire(reply.ec, reused);
@@ -31,8 +29,8 @@ Task<Reply> get(UpstreamPool& pool, const std::string& path) {
     }
     req.set("anthropic-version", "2023-06-01");
     req.set(http::field::accept_encoding, "identity");  // the body is parsed here
-    // One 5 s budget for the request and the response.
-    conn->deadline().arm(std::chrono::seconds(5));
+    // One budget for the request and the response.
+    conn->deadline().arm(budget);
     auto [wec, wn] =
         co_await conn->visit([&](auto& s) { return http::async_write(s, req, use_nothrow); });
     if (wec) {
@@ -62,8 +60,6 @@ Task<Reply> get(UpstreamPool& pool, const std::string& path) {
     }
     co_return reply;
 }
-
-}  // namespace
 
 Task<void> fetch(UpstreamPool& pool, Route& route, std::string path) {
     route.path = std::move(path);

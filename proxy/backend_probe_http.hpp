@@ -25,6 +25,10 @@ struct Route {
     std::string verdict;
 };
 
+// One GET of `path` within `budget` (request and response together).
+Task<Reply> get(UpstreamPool& pool, const std::string& path,
+                std::chrono::milliseconds budget = std::chrono::seconds(5));
+
 // GETs `path` and fills `route`: the reply, its JSON object body (else null) and, for a failure
 // or a status other than 200, the verdict.
 Task<void> fetch(UpstreamPool& pool, Route& route, std::string path);

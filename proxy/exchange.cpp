@@ -17,16 +17,16 @@ Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
                    ListenerKind listener)
     : worker_(worker),
       config_(worker.config_ptr()),
-      pool_(worker.pool_ptr()),
+      table_(worker.table()),
       auth_(worker.auth_ptr()),
       request_(std::move(request)),
       peer_(peer),
       request_id_(),
       watch_(watch),
-      meter_(worker, pool_->backend().name, request_.body().size()),
+      meter_(worker, table_->primary().config.name, request_.body().size()),
       client_(worker, client, client_deadline, request_, meter_, request_id_,
               std::chrono::milliseconds(config_->client_idle_ms)),
-      upstream_(worker, *pool_, auth_.get(), watch, meter_, request_, request_id_),
+      upstream_(worker, auth_.get(), watch, meter_, request_, request_id_),
       listener_(listener) {
     const auto rid = request_["X-Request-Id"];
     request_id_ = !rid.empty() && rid.size() <= 128 ? std::string(rid) : worker_.random_hex(32);
@@ -34,6 +34,9 @@ Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
 
 Exchange::~Exchange() {
     watch_.stop();
+    if (in_flight_ != nullptr) {
+        in_flight_->fetch_sub(1, std::memory_order_relaxed);
+    }
     if (admitted_) {
         auth_->release(key_);  // the ClientAuth that admitted it, even after a reload
     }
@@ -99,31 +102,77 @@ Task<bool> Exchange::dispatch() {
 // Generation
 // ---------------------------------------------------------------------------------------------
 
-std::string Exchange::upstream_model(const canonical::GenerationRequest& req) const {
-    for (const auto& a : config_->aliases) {
-        if (a.name == req.model) {
-            return a.target;
-        }
-    }
-    const std::string& served = worker_.backend().served_model;
-    if (req.model.empty()) {
-        return served;
-    }
-    // Ollama names a model's default tag either way: "llama3.2" is "llama3.2:latest".
-    constexpr std::string_view kLatest = ":latest";
-    if (req.model.size() == served.size() + kLatest.size() && req.model.starts_with(served) &&
-        req.model.ends_with(kLatest)) {
-        return served;
-    }
-    if (served.size() == req.model.size() + kLatest.size() && served.starts_with(req.model) &&
-        served.ends_with(kLatest)) {
-        return served;
-    }
-    return req.model;
+std::string Exchange::client_model(const canonical::GenerationRequest& req) const {
+    return req.model.empty() ? table_->default_model() : req.model;
 }
 
-std::string Exchange::client_model(const canonical::GenerationRequest& req) const {
-    return req.model.empty() ? worker_.backend().served_model : req.model;
+bool Exchange::route(const RoutingTable::Pool& pool, std::string_view prefix_key,
+                     const PoolMember* same_as) {
+    const PoolMember* m = table_->choose(pool, prefix_key, tried_, same_as, worker_.rng());
+    if (m == nullptr) {
+        return false;
+    }
+    tried_.push_back(m->replica->id);
+    upstream_.target(*table_, *m);
+    meter_.set_backend_name(table_->backends()[m->backend].config.name);
+    return true;
+}
+
+void Exchange::route_primary() {
+    const BackendView& view = table_->primary();
+    // Its first available replica (info routes are not balanced: they are rare and cheap).
+    const SteadyNs now = steady_now_ns();
+    const auto b = static_cast<uint32_t>(&view - table_->backends().data());
+    Replica* pick = nullptr;
+    for (const auto& r : view.replicas) {
+        pick = pick == nullptr || (!pick->available(now) && r->available(now)) ? r.get() : pick;
+    }
+    if (pick != nullptr) {
+        upstream_.target(*table_, PoolMember{pick, b, view.config.weight});
+        meter_.set_backend_name(view.config.name);
+    }
+}
+
+Task<bool> Exchange::not_ready(const translators::Codec& front, const BackendView& view) {
+    meter_.set_outcome(Outcome::upstream_error);
+    canonical::Error e;
+    e.status = 503;
+    e.type = "service_unavailable";
+    // The probe's detail names URLs: the client gets it without the backend's address.
+    const std::string url = view.config.url.text();
+    std::string detail = view.info.detail;
+    // "GET http://h:8000/v1/models" becomes "GET /v1/models"; "serves http://h:8000"
+    // becomes "serves the backend".
+    for (size_t at = detail.find(url); at != std::string::npos; at = detail.find(url, at)) {
+        const bool path_follows = at + url.size() < detail.size() && detail[at + url.size()] == '/';
+        detail.replace(at, url.size(), path_follows ? "" : "the backend");
+    }
+    meter_.failure().backend = url;
+    e.message = backend_name(view.config) + " is not ready yet (" + detail + "); retry shortly";
+    co_return co_await client_.send_error(front, e);
+}
+
+Task<bool> Exchange::unknown_model(const translators::Codec& front, const std::string& model) {
+    // A backend whose models are not known yet may serve it: not ready rather than unknown.
+    for (const BackendView& view : table_->backends()) {
+        if (!view.info.ready) {
+            co_return co_await not_ready(front, view);
+        }
+    }
+    meter_.set_outcome(Outcome::rejected);
+    canonical::Error e;
+    e.status = 404;
+    e.type = "not_found_error";
+    e.code = "model_not_found";
+    e.param = "model";
+    std::string served;
+    for (const auto& m : table_->model_names()) {
+        served += (served.empty() ? "'" : ", '") + m + "'";
+    }
+    e.message = (model.empty() ? std::string("no model was named and no default model is served")
+                               : "the model '" + model.substr(0, 200) + "' is not served here") +
+                "; served models: " + (served.empty() ? std::string("none") : served);
+    co_return co_await client_.send_error(front, e);
 }
 
 Task<bool> Exchange::generate_by_body(std::string_view path) {
@@ -150,30 +199,33 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
     canonical::GenerationRequest& req = decoded.value();
     front.prepare_request(req, path);
     meter_.set_model(client_model(req));
-    const BackendInfo& info = worker_.backend();
-    if (!info.ready) {
+    std::string upstream_model;
+    const RoutingTable::Pool* pool = table_->find(req.model, upstream_model);
+    if (pool == nullptr) {
+        co_return co_await unknown_model(front, req.model);
+    }
+    // Prefix affinity reads the prompt only where there is a choice to make.
+    const std::string key =
+        table_->routing().balance == config::Balance::prefix && pool->members.size() > 1
+            ? prefix_key(req)
+            : std::string();
+    if (!route(*pool, key, nullptr)) {
+        // Its backends have no replica: discovery: dns found no address (yet).
         meter_.set_outcome(Outcome::upstream_error);
         canonical::Error e;
         e.status = 503;
         e.type = "service_unavailable";
-        // The probe's detail names URLs: the client gets it without the backend's address.
-        const std::string url = pool_->backend().url.text();
-        std::string detail = info.detail;
-        // "GET http://h:8000/v1/models" becomes "GET /v1/models"; "serves http://h:8000"
-        // becomes "serves the backend".
-        for (size_t at = detail.find(url); at != std::string::npos; at = detail.find(url, at)) {
-            const bool path_follows =
-                at + url.size() < detail.size() && detail[at + url.size()] == '/';
-            detail.replace(at, url.size(), path_follows ? "" : "the backend");
-        }
-        meter_.failure().backend = url;
-        e.message =
-            backend_name(pool_->backend()) + " is not ready yet (" + detail + "); retry shortly";
+        e.message = "no replica of the model '" + upstream_model +
+                    "' is known: its backend's host name resolved to no address yet (discovery: "
+                    "dns); retry shortly";
         co_return co_await client_.send_error(front, e);
     }
+    in_flight_ = &table_->shared().in_flight;
+    in_flight_->fetch_add(1, std::memory_order_relaxed);
+    const BackendView& view = upstream_.backend_view();
+    const BackendInfo& info = view.info;
     const translators::Plan plan = translators::plan_generation(
-        dialect, req,
-        translators::BackendFacts{info.dialect, info.flavor, pool_->backend().url.host});
+        dialect, req, translators::BackendFacts{info.dialect, info.flavor, view.config.url.host});
     if (plan.refusal) {
         meter_.set_outcome(Outcome::rejected);
         co_return co_await client_.send_error(front, *plan.refusal);
@@ -192,8 +244,26 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
             req.request_ids.push_back(worker_.random_hex(32));
         }
     }
-    Generation g{worker_, request_, client_, upstream_,           meter_,           front,
-                 back,    req,      plan,    upstream_model(req), client_model(req)};
+    // Failover (Generation::open): another replica of the pool, of the first one's dialect.
+    const PoolMember first{&upstream_.replica(),
+                           static_cast<uint32_t>(&view - table_->backends().data()),
+                           view.config.weight};
+    auto next_replica = [&] { return route(*pool, key, &first); };
+    Generation g{worker_,
+                 request_,
+                 client_,
+                 upstream_,
+                 meter_,
+                 front,
+                 back,
+                 req,
+                 plan,
+                 std::move(upstream_model),
+                 client_model(req),
+                 table_->routing(),
+                 table_->shared(),
+                 Reroute(next_replica),
+                 pool->members.size() > 1 && table_->routing().attempts > 1};
     watch_.start();
     // if/else, never a conditional inside the co_await: GCC 12 destroys its temporary twice.
     if (req.stream && plan.fast_path) {

@@ -17,6 +17,7 @@
 #include "proxy/net.hpp"
 #include "proxy/request_meter.hpp"
 #include "proxy/router.hpp"
+#include "proxy/routing.hpp"
 #include "proxy/upstream_call.hpp"
 #include "translators/canonical/catalogue.hpp"
 #include "translators/codec.hpp"
@@ -73,10 +74,19 @@ private:
     // failure in `codec`'s error shape.
     Task<bool> relay_get(std::string_view path, const translators::Codec& codec);
 
-    // The name the backend serves the model under (aliases, Ollama's ":latest").
-    std::string upstream_model(const canonical::GenerationRequest& req) const;
-    // The name the client used, or the served one when it named none.
+    // The name the client used, or the default model when it named none.
     std::string client_model(const canonical::GenerationRequest& req) const;
+    // The upstream call to a replica of `pool` (routing.hpp), other than the ones tried
+    // already; `same_as`: of that member's dialect (a retry). False when none is left.
+    bool route(const RoutingTable::Pool& pool, std::string_view prefix_key,
+               const PoolMember* same_as);
+    // The upstream call to the primary backend, for an info route that asks the backend.
+    void route_primary();
+    // A model no backend serves: 404 listing the served ones (503 while a backend's models
+    // are not known yet), in the client's dialect.
+    Task<bool> unknown_model(const translators::Codec& front, const std::string& model);
+    // A backend not identified yet: 503 saying why.
+    Task<bool> not_ready(const translators::Codec& front, const BackendView& view);
     // What the info routes show: the names clients may use (the served model, then every
     // alias) and the backend's facts.
     canonical::ModelCatalogue catalogue() const;
@@ -86,7 +96,7 @@ private:
     // replaces the worker's, and this request finishes on these (declared before the units
     // that hold references into them).
     std::shared_ptr<const config::Config> config_;
-    std::shared_ptr<UpstreamPool> pool_;
+    std::shared_ptr<const RoutingTable> table_;
     std::shared_ptr<ClientAuth> auth_;
     ClientRequest request_;
     const std::string& peer_;
@@ -96,6 +106,8 @@ private:
     ClientWriter client_;
     UpstreamCall upstream_;
     ListenerKind listener_;  // which routes this connection is served
+    std::vector<uint64_t> tried_;            // replicas this request went to (failover skips them)
+    std::atomic<int>* in_flight_ = nullptr;  // RoutingShared::in_flight while routed
     int key_ = -1;           // the client key the request presented (ClientAuth), or -1
     bool admitted_ = false;  // counted in the key's generations in flight until the end
 };

@@ -3,6 +3,7 @@
 // (translators/<dialect>/info.hpp, through translators/info.hpp).
 #include "proxy/client_auth.hpp"
 #include "proxy/exchange.hpp"
+#include "proxy/routing.hpp"
 #include "proxy/upstream_pool.hpp"
 #include "proxy/version.hpp"
 #include "proxy/worker.hpp"
@@ -12,22 +13,25 @@
 namespace infergate {
 
 canonical::ModelCatalogue Exchange::catalogue() const {
-    const BackendInfo& info = worker_.backend();
+    const BackendView& primary = table_->primary();
+    const BackendInfo& info = primary.info;
     canonical::ModelCatalogue c;
-    if (!info.served_model.empty()) {
-        c.models.push_back({info.served_model, info.served_model});
+    // Every backend's models (the union), then every alias.
+    for (const auto& m : table_->model_names()) {
+        std::string target = m;
+        for (const auto& a : config_->aliases) {
+            target = a.name == m ? a.target : target;
+        }
+        c.models.push_back({m, target});
     }
-    for (const auto& a : config_->aliases) {
-        c.models.push_back({a.name, a.target});
-    }
-    c.served_model = info.served_model;
+    c.served_model = table_->default_model();
     c.max_model_len = info.max_model_len;
     c.started_unix_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(worker_.started().time_since_epoch())
             .count();
     c.version = kVersion;
     c.threads = config_->threads;
-    c.backend_url = pool_->backend().url.text();
+    c.backend_url = primary.config.url.text();
     c.backend_ready = info.ready;
     c.backend_dialect = std::string(config::to_string(info.dialect));
     c.backend_detail = info.detail;
@@ -52,23 +56,27 @@ Task<bool> Exchange::models(std::string_view id) {
 }
 
 Task<bool> Exchange::health(bool generate) {
-    const BackendInfo& info = worker_.backend();
+    const BackendInfo& info = table_->primary().info;
+    route_primary();
     bool ok = false;
     // A deep check needs to know what the backend speaks; until then, its liveness route.
     auto call = translators::health_call(info.dialect, generate && info.ready, info.served_model,
                                          info.flavor);
     canonical::Error failure;
-    if (call) {
+    if (!upstream_.targeted()) {
+        failure.message = backend_name(table_->primary().config) +
+                          " has no replica: its host name resolved to no address yet";
+    } else if (call) {
         translators::HealthCall& c = call.value();
         ok = co_await upstream_.open(c.post ? http::verb::post : http::verb::get,
-                                     pool_->backend().url.base_path + c.path, std::move(c.body),
+                                     upstream_.backend().url.base_path + c.path, std::move(c.body),
                                      false);
         failure = upstream_.error();
     } else {
         failure = call.error();
     }
     int status = 503;
-    if (ok) {
+    if (ok && upstream_.targeted()) {
         std::string ignored;
         const auto ec = co_await upstream_.read_body(ignored);
         status = upstream_.status() == 200 && !ec ? 200 : 503;
@@ -82,8 +90,8 @@ Task<bool> Exchange::health(bool generate) {
     canonical::Error e;
     e.status = 503;
     e.type = "service_unavailable";
-    meter_.failure().backend = pool_->backend().url.text();
-    e.message = ok ? backend_name(pool_->backend()) + " is not healthy" : failure.message;
+    meter_.failure().backend = table_->primary().config.url.text();
+    e.message = ok ? backend_name(table_->primary().config) + " is not healthy" : failure.message;
     co_return co_await client_.send_openai_error(e);
 }
 
@@ -106,8 +114,17 @@ Task<bool> Exchange::reload() {
 }
 
 Task<bool> Exchange::relay_get(std::string_view path, const translators::Codec& codec) {
-    if (!co_await upstream_.open(http::verb::get,
-                                 pool_->backend().url.base_path + std::string(path), {}, false)) {
+    route_primary();
+    if (!upstream_.targeted()) {
+        canonical::Error e;
+        e.status = 503;
+        e.type = "service_unavailable";
+        e.message = backend_name(table_->primary().config) +
+                    " has no replica: its host name resolved to no address yet";
+        co_return co_await client_.send_error(codec, e);
+    }
+    if (!co_await upstream_.open(
+            http::verb::get, upstream_.backend().url.base_path + std::string(path), {}, false)) {
         co_return co_await client_.send_error(codec, upstream_.error());
     }
     std::string body;
@@ -122,7 +139,7 @@ Task<bool> Exchange::relay_get(std::string_view path, const translators::Codec& 
 }
 
 Task<bool> Exchange::model_info(bool server_info) {
-    const BackendInfo& info = worker_.backend();
+    const BackendInfo& info = table_->primary().info;
     const std::string_view path = server_info ? "/get_server_info" : "/get_model_info";
     if (info.ready && translators::answers_info_route(info.dialect, path)) {
         co_return co_await relay_get(path, translators::codec_for(canonical::Dialect::openai_chat));

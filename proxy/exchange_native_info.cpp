@@ -3,6 +3,7 @@
 // Ollama's GET /, /api/tags, /api/ps, /api/version, /api/show; TGI's /info; llama.cpp's /props;
 // Anthropic's /v1/models. The model list is the same everywhere: the served model and the aliases.
 #include "proxy/exchange.hpp"
+#include "proxy/routing.hpp"
 #include "proxy/worker.hpp"
 #include "translators/health.hpp"
 #include "translators/info.hpp"
@@ -48,7 +49,7 @@ Task<bool> Exchange::tgi_info() {
 }
 
 Task<bool> Exchange::llamacpp_props() {
-    const auto& info = worker_.backend();
+    const auto& info = table_->primary().info;
     if (info.ready && translators::answers_info_route(info.dialect, "/props")) {
         // A llama.cpp backend answers for itself.
         co_return co_await relay_get("/props",

@@ -2,6 +2,7 @@
 #include "proxy/generation.hpp"
 
 #include "proxy/client_request.hpp"
+#include "proxy/routing.hpp"
 #include "proxy/upstream_pool.hpp"
 #include "proxy/worker.hpp"
 #include "translators/canonical/logprobs.hpp"
@@ -14,6 +15,36 @@ int64_t unix_seconds() {
                std::chrono::system_clock::now().time_since_epoch())
         .count();
 }
+
+namespace {
+
+// An answer that says the engine did not take the request (overloaded, draining, starting):
+// another replica may. 503 (vLLM, SGLang and TGI when their engine is down or full), 529
+// (Anthropic's overloaded_error), 429 that says "overloaded" (TGI's queue). Not a 429 rate
+// limit: that one is the client's.
+bool refused_by_engine(int status, std::string_view body) {
+    return status == 503 || status == 529 ||
+           (status == 429 && (body.find("verloaded") != std::string_view::npos ||
+                              body.find("overload") != std::string_view::npos));
+}
+
+// Counted in RoutingShared::retrying while it lives (the retry budget).
+struct RetrySlot {
+    RoutingShared* shared = nullptr;
+    void take(RoutingShared& s) {
+        if (shared == nullptr) {
+            shared = &s;
+            s.retrying.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
+    ~RetrySlot() {
+        if (shared != nullptr) {
+            shared->retrying.fetch_sub(1, std::memory_order_relaxed);
+        }
+    }
+};
+
+}  // namespace
 
 Task<std::optional<bool>> Generation::open(bool upstream_streams) {
     std::string body;
@@ -29,32 +60,66 @@ Task<std::optional<bool>> Generation::open(bool upstream_streams) {
         }
         body = std::move(encoded.value());
     }
-    const std::string target =
-        upstream.backend().url.base_path + std::string(back.upstream_path(req));
-    if (!co_await upstream.open(http::verb::post, target, std::move(body), upstream_streams)) {
+    const std::string_view path = back.upstream_path(req);
+    RetrySlot slot;
+    // Another replica may take the request when this try failed before the backend could act
+    // on it, tries are left, and the budget allows one more retry in flight.
+    const auto fail_over = [&](int tries) {
+        if (!can_fail_over || tries >= routing.attempts || !retry_allowed(routing_state, routing)) {
+            return false;
+        }
+        const std::shared_ptr<BackendCounters> from = upstream.backend_view().counters;
+        if (!next_replica()) {
+            return false;
+        }
+        from->retries.fetch_add(1, std::memory_order_relaxed);
+        meter.retrying(tries, upstream.request_id(), from->name);
+        slot.take(routing_state);
+        return true;
+    };
+    for (int tries = 1;; ++tries) {
+        const std::string target = upstream.backend().url.base_path + std::string(path);
+        // The body is kept for another try only when there may be one.
+        std::string sent;
+        if (can_fail_over && tries < routing.attempts) {
+            sent = body;
+        } else {
+            sent = std::move(body);
+        }
+        if (!co_await upstream.open(http::verb::post, target, std::move(sent), upstream_streams)) {
+            if (upstream.client_left()) {
+                co_return false;
+            }
+            if (upstream.retriable() && fail_over(tries)) {
+                continue;
+            }
+            co_return co_await client.send_error(front, upstream.error());
+        }
+        const int status = upstream.status();
+        if (status >= 200 && status < 300) {
+            co_return std::nullopt;
+        }
+        // Before the first byte to the client an error is still a real HTTP error, with the
+        // backend's status and message in the client's dialect.
+        std::string response;
+        const auto ec = co_await upstream.read_body(response);
+        upstream.release(!ec);
         if (upstream.client_left()) {
             co_return false;
         }
-        co_return co_await client.send_error(front, upstream.error());
+        meter.set_outcome(Outcome::upstream_error);
+        meter.note_upstream_error(status < 500 ? UpstreamErrorKind::status_4xx
+                                               : UpstreamErrorKind::status_5xx);
+        if (refused_by_engine(status, response)) {
+            meter.failure().message = "it answered " + std::to_string(status);
+        }
+        if (refused_by_engine(status, response) && fail_over(tries)) {
+            continue;
+        }
+        canonical::Error e = back.decode_error(status, response);
+        e.status = status;
+        co_return co_await client.send_error(front, e);
     }
-    const int status = upstream.status();
-    if (status >= 200 && status < 300) {
-        co_return std::nullopt;
-    }
-    // Before the first byte to the client an error is still a real HTTP error, with the
-    // backend's status and message in the client's dialect.
-    std::string response;
-    const auto ec = co_await upstream.read_body(response);
-    upstream.release(!ec);
-    if (upstream.client_left()) {
-        co_return false;
-    }
-    meter.set_outcome(Outcome::upstream_error);
-    meter.note_upstream_error(status < 500 ? UpstreamErrorKind::status_4xx
-                                           : UpstreamErrorKind::status_5xx);
-    canonical::Error e = back.decode_error(status, response);
-    e.status = status;
-    co_return co_await client.send_error(front, e);
 }
 
 std::string Generation::new_id() const {

@@ -19,6 +19,19 @@ namespace infergate {
 
 class ClientRequest;
 class Worker;
+struct RoutingShared;
+
+// A callable borrowed for the length of a call (no allocation, unlike std::function).
+class Reroute {
+public:
+    template <class F>
+    explicit Reroute(F& f) : self_(&f), fn_([](void* p) { return (*static_cast<F*>(p))(); }) {}
+    bool operator()() const { return fn_(self_); }
+
+private:
+    void* self_;
+    bool (*fn_)(void*);
+};
 
 struct Generation {
     Worker& worker;
@@ -31,7 +44,13 @@ struct Generation {
     canonical::GenerationRequest& req;
     const translators::Plan& plan;
     std::string upstream_model;  // the name the backend serves the model under
-    std::string client_model;    // the name the client used (or the served one, if none)
+    std::string client_model;    // the name the client used (or the default one, if none)
+    // Failover (docs/routing.md): the settings, the budget's counters, and the call that
+    // targets the upstream call at another replica of the pool (false: none left).
+    const config::Routing& routing;
+    RoutingShared& routing_state;
+    Reroute next_replica;
+    bool can_fail_over = false;  // the pool has other members and routing.retries allows
 
     // Sends the request (encoded for the backend, or on the fast path the client's own bytes)
     // and reads the response head. nullopt: a 2xx is in and its body is next. A value: the

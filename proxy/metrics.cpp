@@ -2,6 +2,8 @@
 // and the model label slots (Metrics); render() is in metrics_render.cpp.
 #include "proxy/metrics.hpp"
 
+#include "proxy/routing.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -240,7 +242,11 @@ void WorkerMetrics::upstream_error(UpstreamErrorKind kind) {
 // ---- Metrics ---------------------------------------------------------------------------------
 
 Metrics::Metrics(const config::Config& config, int workers) {
-    backend_name_ = config.backends.empty() ? "default" : config.backends.front().name;
+    // One backend: its name. Several: "all", the per-request families being the whole
+    // endpoint's; per backend, the infergate_backend_* families (docs/metrics.md).
+    backend_name_ = config.backends.empty()      ? "default"
+                    : config.backends.size() > 1 ? "all"
+                                                 : config.backends.front().name;
 
     // Model label values: only names an operator wrote down, each once. "other" needs no slot of
     // its own: it is the overflow slot's label.
@@ -253,15 +259,20 @@ Metrics::Metrics(const config::Config& config, int workers) {
     };
     for (const config::Backend& b : config.backends) {
         add_model(b.model);
+        for (const auto& m : b.models) {
+            add_model(m);
+        }
     }
     for (const config::Alias& a : config.aliases) {
         add_model(a.name);
         add_model(a.target);
     }
     configured_models_ = model_names_.size();
-    if (!config.backends.empty() && !config.backends.front().model.empty() &&
-        config.backends.front().model != kOtherModel) {
-        default_slot_ = model_slot(config.backends.front().model);
+    const std::string& default_model = !config.default_model.empty() ? config.default_model
+                                       : config.backends.empty()     ? config.default_model
+                                                                 : config.backends.front().model;
+    if (!default_model.empty() && default_model != kOtherModel) {
+        default_slot_ = model_slot(default_model);
     }
     discovered_slot_ = static_cast<int>(model_names_.size());
     model_names_.emplace_back();  // written once by set_discovered_model()
@@ -318,6 +329,15 @@ void Metrics::set_discovered_model(const std::string& name) {
     discovered_set_.store(true, std::memory_order_release);
     int unset = -1;
     served_slot_.compare_exchange_strong(unset, discovered_slot_, std::memory_order_acq_rel);
+}
+
+}  // namespace infergate
+
+namespace infergate {
+
+void Metrics::set_routing(std::shared_ptr<const RoutingTable> table) {
+    std::lock_guard lock(routing_mutex_);
+    routing_ = std::move(table);
 }
 
 }  // namespace infergate

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,6 +20,10 @@
 #include <vector>
 
 #include "config/config.hpp"
+
+namespace prometheus {
+struct MetricFamily;
+}
 
 namespace infergate {
 
@@ -171,6 +176,10 @@ public:
     // they have been observed; the in-flight gauge, upstream errors and build info always do.
     std::string render() const;
 
+    // The routing table now in force (any thread): the infergate_backend_* families are read
+    // from its backends' counters and replicas at each scrape.
+    void set_routing(std::shared_ptr<const class RoutingTable> table);
+
     // A config reload (any thread): infergate_config_reloads_total{result}.
     void count_reload(bool ok) {
         (ok ? reloads_ok_ : reloads_error_).fetch_add(1, std::memory_order_relaxed);
@@ -198,6 +207,10 @@ private:
     mutable std::atomic<size_t> last_render_size_{0};
     std::atomic<uint64_t> reloads_ok_{0};
     std::atomic<uint64_t> reloads_error_{0};  // a capacity hint for the next scrape
+    mutable std::mutex routing_mutex_;
+    std::shared_ptr<const class RoutingTable> routing_;
+    // The backend families (metrics_render.cpp).
+    void render_backends(std::vector<prometheus::MetricFamily>& out) const;
 };
 
 }  // namespace infergate

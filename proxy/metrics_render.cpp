@@ -1,6 +1,7 @@
 // Metrics::render(): sums every worker's counters and histograms into prometheus-cpp families
 // and writes the text exposition served on /metrics.
 #include "proxy/metrics.hpp"
+#include "proxy/routing.hpp"
 
 #include <limits>
 #include <ostream>
@@ -371,6 +372,7 @@ std::string Metrics::render() const {
         }
         out.push_back(std::move(f));
     }
+    render_backends(out);
     {
         MetricFamily f = family("infergate_config_reloads_total",
                                 "Config reloads (SIGHUP, POST /-/reload), by result: error kept "
@@ -393,6 +395,113 @@ std::string Metrics::render() const {
     prometheus::TextSerializer().Serialize(stream, out);
     last_render_size_.store(text.size(), std::memory_order_relaxed);
     return text;
+}
+
+void Metrics::render_backends(std::vector<MetricFamily>& out) const {
+    std::shared_ptr<const RoutingTable> table;
+    {
+        std::lock_guard lock(routing_mutex_);
+        table = routing_;
+    }
+    if (!table) {
+        return;
+    }
+    const SteadyNs now = steady_now_ns();
+    const auto gauge = [](double v) {
+        ClientMetric m;
+        m.gauge.value = v;
+        return m;
+    };
+    const auto counter = [](const std::atomic<uint64_t>& v) {
+        ClientMetric m;
+        m.counter.value = static_cast<double>(v.load(std::memory_order_relaxed));
+        return m;
+    };
+    MetricFamily up = family("infergate_backend_up",
+                             "1 when the backend is identified and a replica of it is available "
+                             "(not ejected, passing its health checks).",
+                             MetricType::Gauge);
+    MetricFamily replicas = family("infergate_backend_replicas",
+                                   "Replicas (addresses) of the backend, by state: available, "
+                                   "ejected (outlier ejection) or unhealthy (health checks).",
+                                   MetricType::Gauge);
+    MetricFamily in_flight =
+        family("infergate_backend_requests_in_flight",
+               "Requests in flight on the backend's replicas.", MetricType::Gauge);
+    MetricFamily requests =
+        family("infergate_backend_requests_total",
+               "Tries sent to the backend (a failover counts one per try).", MetricType::Counter);
+    MetricFamily errors =
+        family("infergate_backend_errors_total",
+               "Tries that failed: connect error, reset, timeout or a 5xx.", MetricType::Counter);
+    MetricFamily retries = family("infergate_backend_retries_total",
+                                  "Requests moved from the backend to another replica before "
+                                  "their first byte (routing.retries).",
+                                  MetricType::Counter);
+    MetricFamily ejections = family("infergate_backend_ejections_total",
+                                    "Replicas ejected for consecutive failures "
+                                    "(routing.outlier_ejection).",
+                                    MetricType::Counter);
+    MetricFamily latency = family("infergate_backend_first_byte_seconds",
+                                  "Request sent to the backend to its response head, per backend.",
+                                  MetricType::Histogram);
+    for (const BackendView& b : table->backends()) {
+        const auto name = label("backend", b.config.name);
+        int available = 0;
+        int ejected = 0;
+        int unhealthy = 0;
+        int busy = 0;
+        for (const auto& r : b.replicas) {
+            busy += r->outstanding.load(std::memory_order_relaxed);
+            if (!r->healthy.load(std::memory_order_relaxed)) {
+                ++unhealthy;
+            } else if (r->ejected(now)) {
+                ++ejected;
+            } else {
+                ++available;
+            }
+        }
+        auto m = gauge(b.info.ready && available > 0 ? 1 : 0);
+        m.label = {name};
+        up.metric.push_back(std::move(m));
+        for (const auto& [state, n] :
+             {std::pair{"available", available}, std::pair{"ejected", ejected},
+              std::pair{"unhealthy", unhealthy}}) {
+            auto g = gauge(n);
+            g.label = {name, label("state", state)};
+            replicas.metric.push_back(std::move(g));
+        }
+        auto f = gauge(busy);
+        f.label = {name};
+        in_flight.metric.push_back(std::move(f));
+        const BackendCounters& c = *b.counters;
+        for (auto [fam, v] :
+             {std::pair{&requests, &c.requests}, std::pair{&errors, &c.errors},
+              std::pair{&retries, &c.retries}, std::pair{&ejections, &c.ejections}}) {
+            auto cm = counter(*v);
+            cm.label = {name};
+            fam->metric.push_back(std::move(cm));
+        }
+        ClientMetric h;
+        h.label = {name};
+        uint64_t cumulative = 0;
+        for (size_t i = 0; i < std::size(c.latency_buckets); ++i) {
+            cumulative += c.latency_buckets[i].load(std::memory_order_relaxed);
+            prometheus::ClientMetric::Bucket bucket;
+            bucket.cumulative_count = cumulative;
+            bucket.upper_bound = i < std::size(BackendCounters::kLatencyBounds)
+                                     ? BackendCounters::kLatencyBounds[i]
+                                     : std::numeric_limits<double>::infinity();
+            h.histogram.bucket.push_back(bucket);
+        }
+        h.histogram.sample_count = cumulative;
+        h.histogram.sample_sum = c.latency_sum.load(std::memory_order_relaxed);
+        latency.metric.push_back(std::move(h));
+    }
+    for (auto* f :
+         {&up, &replicas, &in_flight, &requests, &errors, &retries, &ejections, &latency}) {
+        out.push_back(std::move(*f));
+    }
 }
 
 }  // namespace infergate

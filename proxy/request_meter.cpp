@@ -122,6 +122,18 @@ void log_failure(std::string_view request_id, int status, std::string_view outco
     log::warn(failure_line(request_id, status, outcome, failure));
 }
 
+void RequestMeter::retrying(int tries, std::string_view request_id, std::string_view backend) {
+    if (log::enabled(log::Level::warn)) {
+        log::warn("request retried: id=" + std::string(request_id) + " try " +
+                  std::to_string(tries) + " on backend '" + std::string(backend) + "' failed (" +
+                  (failure_.stage.empty() ? "" : failure_.stage + ": ") + failure_.message +
+                  "); trying another replica");
+    }
+    tries_ = tries + 1;
+    outcome_ = Outcome::ok;
+    failure_ = Failure{};
+}
+
 RequestMeter::RequestMeter(Worker& worker, std::string_view backend_name, uint64_t bytes_in)
     : worker_(worker),
       backend_name_(backend_name),
@@ -266,6 +278,10 @@ void RequestMeter::write_access_log(int fd, const ClientRequest& request,
     write_string(w, "front", front_name_);
     write_string(w, "back", back_name_);
     write_string(w, "backend", backend_name_);
+    if (tries_ > 1) {
+        w.Key("tries");  // failover: the backend above answered try `tries`
+        w.Int(tries_);
+    }
     if (!key_name_.empty()) {
         write_string(w, "key", key_name_);  // the key's configured name, never the key
     }

@@ -54,6 +54,9 @@ public:
     // `backend_name`: of the backend pool the request started on (a reload may change the
     // worker's while it runs); it must outlive the meter.
     RequestMeter(Worker& worker, std::string_view backend_name, uint64_t bytes_in);
+    // The backend the request was routed to (it outlives the meter: the exchange holds its
+    // routing table).
+    void set_backend_name(std::string_view name) { backend_name_ = name; }
     RequestMeter(const RequestMeter&) = delete;
     RequestMeter& operator=(const RequestMeter&) = delete;
 
@@ -79,6 +82,11 @@ public:
     // the request was sent.
     void note_connect(std::chrono::steady_clock::duration d);
     void note_first_byte(std::chrono::steady_clock::duration d);
+
+    // Try `tries` on `backend` failed and the request moves to another replica: the warn line
+    // says so now, and the request's outcome is the next try's.
+    void retrying(int tries, std::string_view request_id, std::string_view backend);
+    int tries() const { return tries_; }
 
     Outcome outcome() const { return outcome_; }
     void set_outcome(Outcome o) { outcome_ = o; }
@@ -122,6 +130,7 @@ private:
     std::chrono::steady_clock::duration waited_{};
     std::optional<std::chrono::steady_clock::time_point> first_content_;
     std::chrono::steady_clock::time_point last_content_;
+    int tries_ = 1;
     uint64_t bytes_in_ = 0;
     uint64_t bytes_out_ = 0;
 };

@@ -16,6 +16,7 @@
 #include "proxy/listener.hpp"
 #include "proxy/log.hpp"
 #include "proxy/router.hpp"
+#include "proxy/routing.hpp"
 #include "proxy/worker.hpp"
 
 namespace infergate {
@@ -63,19 +64,24 @@ Server::Server(std::shared_ptr<const config::Config> config,
     connections_->cap = config_->max_connections > 0
                             ? config_->max_connections
                             : std::max<int64_t>(8, (fds - 32 - 2 * config_->threads) / 2);
-    // TLS only for an https backend: loading the system CA store costs ~70 ms of start-up and
-    // a few MiB of resident memory that a plain-HTTP deployment never uses.
-    if (config_->backend().url.tls) {
+    // TLS only for https backends: loading the system CA store costs ~70 ms of start-up and a
+    // few MiB of resident memory that a plain-HTTP deployment never uses. One context for all
+    // (one tls_ca_file: two different ones are refused by validate()).
+    for (size_t i = 0; i < config_->backends.size(); ++i) {
+        const config::Backend& b = config_->backends[i];
+        if (!b.url.tls || tls_) {
+            continue;
+        }
         tls_.emplace(net::ssl::context::tls_client);
         tls_->set_default_verify_paths();
         tls_->set_verify_mode(net::ssl::verify_peer);
-        tls_ca_file_ = config_->backend().tls_ca_file;
-        if (const std::string& ca = config_->backend().tls_ca_file; !ca.empty()) {
+        tls_ca_file_ = b.tls_ca_file;
+        if (const std::string& ca = b.tls_ca_file; !ca.empty()) {
             beast::error_code ec;
             tls_->load_verify_file(ca, ec);
             if (ec) {
-                startup_error_ =
-                    "backends[0].tls_ca_file: cannot load '" + ca + "': " + ec.message();
+                startup_error_ = "backends[" + std::to_string(i) + "].tls_ca_file: cannot load '" +
+                                 ca + "': " + ec.message();
             }
         }
     }
@@ -94,8 +100,9 @@ Server::Server(std::shared_ptr<const config::Config> config,
         workers_.push_back(std::make_unique<Worker>(i, config_, tls_ ? &*tls_ : nullptr, *metrics_,
                                                     access_log_fd_, *connections_));
         // Off the request path: a post to the main thread, which owns the probe.
-        workers_.back()->on_backend_down(
-            [this] { net::post(control_, [this] { backend_down(); }); });
+        workers_.back()->on_backend_down([this](const std::string& name) {
+            net::post(control_, [this, name] { backend_down(name); });
+        });
         workers_.back()->set_auth(auth_);
         // POST /-/reload: the reload runs here, on control_; the answer goes back to the worker.
         workers_.back()->set_reloader([this](std::function<void(Worker::ReloadOutcome)> done) {
@@ -107,102 +114,6 @@ Server::Server(std::shared_ptr<const config::Config> config,
             });
         });
     }
-}
-
-void Server::publish(const BackendInfo& info) {
-    for (auto& w : workers_) {
-        net::post(w->io(), [worker = w.get(), info] { worker->set_backend(info); });
-    }
-}
-
-std::optional<BackendInfo> Server::configured_backend() const {
-    const config::Backend& backend = config_->backend();
-    if (backend.dialect == config::BackendDialect::auto_detect || backend.model.empty()) {
-        return std::nullopt;
-    }
-    BackendInfo info;
-    info.ready = true;
-    info.dialect = backend.dialect;
-    info.flavor = backend.dialect == config::BackendDialect::sglang ? translators::Flavor::sglang
-                                                                    : translators::Flavor::generic;
-    info.served_model = backend.model;
-    info.detail = "configured";
-    return info;
-}
-
-Task<void> Server::probe_loop(bool again) {
-    // Its own reference: a reload may replace config_ while this loop waits.
-    const std::shared_ptr<const config::Config> config = config_;
-    const config::Backend& backend = config->backend();
-    const uint64_t generation = probe_generation_;
-    const auto current = [&] { return generation == probe_generation_ && !shutting_down_; };
-    // Configured dialect and model: the workers serve at once (run() gave them the info before
-    // listening); the probe only refines the flavour.
-    const bool configured_ready = configured_backend().has_value();
-    probing_ = true;
-    Timer timer(control_);
-    if (again) {
-        log::info("backend " + backend.url.text() +
-                  " refused a connection: probing it again when it answers (until then "
-                  "requests keep the backend as last identified)");
-        // However often it goes away, one probe round a second at most.
-        const auto since = std::chrono::steady_clock::now() - last_probe_start_;
-        if (since < std::chrono::seconds(1)) {
-            timer.expires_after(std::chrono::seconds(1) - since);
-            co_await timer.async_wait(use_nothrow);
-        }
-    }
-    int attempt = 0;
-    while (current()) {
-        last_probe_start_ = std::chrono::steady_clock::now();
-        ProbeResult r = co_await probe_backend(backend, tls_ ? &*tls_ : nullptr);
-        if (!current()) {
-            break;  // shutting down, or a reload changed the backend: its own loop probes it
-        }
-        if (r.info.ready) {
-            if (!backend.model.empty()) {
-                r.info.served_model = backend.model;
-            }
-            const std::string found = std::string(config::to_string(r.info.dialect)) + ", model '" +
-                                      r.info.served_model + "'";
-            if (again && found != identified_) {
-                log::warn("backend " + backend.url.text() + " changed: it was " + identified_ +
-                          ", it is now " + found + " (" + r.info.detail + ")");
-            } else {
-                log::info("backend " + backend.url.text() + ": " + r.info.detail + ", model '" +
-                          r.info.served_model + "'");
-            }
-            identified_ = found;
-            // The metrics' model label is bound once: a new model after a restart is counted
-            // under the first one's label set (no-op when it was set already).
-            metrics_->set_discovered_model(r.info.served_model);
-            publish(r.info);
-            break;
-        }
-        if (attempt == 0 || attempt % 30 == 0) {
-            log::warn("backend " + backend.url.text() + " not identified yet: " + r.info.detail +
-                      (r.reachable ? "" : "; retrying every second"));
-        }
-        // Not identified (not answering, or answering like nothing known): requests get a 503
-        // that says why, unless the backend is configured, or was identified before and simply
-        // does not answer (yet): then requests keep it, and see the refusal themselves.
-        if (!configured_ready && (!again || r.reachable)) {
-            publish(r.info);
-        }
-        ++attempt;
-        timer.expires_after(std::chrono::seconds(1));
-        co_await timer.async_wait(use_nothrow);
-    }
-    if (generation == probe_generation_) {
-        probing_ = false;
-    }
-}
-
-void Server::backend_down() {
-    if (probing_ || shutting_down_) {
-        return;  // the probe running now sees the restart too
-    }
-    net::co_spawn(control_, probe_loop(true), net::detached);
 }
 
 void Server::shutdown() {
@@ -260,8 +171,12 @@ int Server::run() {
     for (const auto& endpoint : admin) {
         admin_where += ", " + net_text(endpoint);
     }
+    std::string backends;
+    for (const auto& b : config_->backends) {
+        backends += (backends.empty() ? "" : ", ") + b.url.text();
+    }
     log::info("infergate listening on " + where + " with " + std::to_string(workers_.size()) +
-              " thread(s), backend " + config_->backend().url.text() +
+              " thread(s), backend" + (config_->backends.size() > 1 ? "s " : " ") + backends +
               (admin.empty() ? "" : "; admin routes on " + admin_where.substr(2)));
     log::info(fd_note_ + "; at most " + std::to_string(connections_->cap) + " client connections" +
               (config_->max_connections > 0 ? " (limits.max_connections)"
@@ -269,21 +184,23 @@ int Server::run() {
                                               "descriptors, the rest for upstream connections)"));
     log_exposure(bound, admin);
 
-    // A configured backend is known before the first connection: no request may see a 503
-    // "not ready" because the probe's first post reached its worker after the request did. The
-    // worker threads are not running yet, so this is no race.
-    if (const auto info = configured_backend()) {
-        metrics_->set_discovered_model(info->served_model);
+    // The routing table before the first connection: a configured backend is known at once (no
+    // request may see a 503 "not ready" because the first post reached its worker after the
+    // request did), the others say that their probe is under way. The worker threads are not
+    // running yet, so this is no race.
+    control_deadlines_ = std::make_unique<Deadlines>();
+    int64_t shortest = 1000;  // the health checks' timeouts (and their connects)
+    for (const auto& b : config_->backends) {
+        shortest = std::min({shortest, b.health.timeout_ms, b.timeouts.connect_ms});
+    }
+    control_deadlines_->start(control_.get_executor(),
+                              Deadlines::tick_for(std::chrono::milliseconds(shortest)));
+    start_backends();
+    {
+        auto table = make_table();
+        metrics_->set_routing(table);
         for (auto& w : workers_) {
-            w->set_backend(*info);
-        }
-    } else {
-        // A request before the first probe round is in gets a 503 that still says something.
-        BackendInfo probing;
-        probing.detail = "no answer yet from " + config_->backend().url.text() +
-                         ": the first probe of its info routes is under way";
-        for (auto& w : workers_) {
-            w->set_backend(probing);
+            w->set_table(table);
         }
     }
     for (auto& per_worker : listeners_) {
@@ -333,8 +250,6 @@ int Server::run() {
         signals.async_wait(on_signal);
     };
     signals.async_wait(on_signal);
-    probing_ = true;  // before the first report can arrive
-    net::co_spawn(control_, probe_loop(false), net::detached);
 
     std::atomic<int> running{static_cast<int>(workers_.size())};
     std::vector<std::thread> threads;

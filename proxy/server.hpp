@@ -36,14 +36,25 @@ public:
     int run();
 
 private:
-    // The backend as the config describes it, when it names both dialect and model.
-    std::optional<struct BackendInfo> configured_backend() const;
-    // Probes until the backend is identified. `again`: a worker saw the identified backend
-    // refuse a connection; workers keep the last known backend while nothing answers.
-    Task<void> probe_loop(bool again);
-    // On control_: a worker's report that the backend refused a connection.
-    void backend_down();
-    void publish(const struct BackendInfo& info);
+    // ---- backends (server_backends.cpp; docs/routing.md) --------------------------------
+    struct BackendRuntime;
+    // The backends of config_: a backend whose settings did not change keeps its replicas,
+    // health and what its probe found; a new or changed one starts its loops (probe, health,
+    // DNS). Publishes the routing table.
+    void start_backends();
+    std::shared_ptr<const class RoutingTable> make_table() const;
+    // A new routing table to every worker (and the metrics).
+    void publish_table();
+    // Probes until the backend is identified. `again`: it refused a connection or came back
+    // from failing its health checks; workers keep what was known while nothing answers.
+    Task<void> probe_loop(std::shared_ptr<BackendRuntime> b, bool again);
+    // Active health checks of each replica, every health.interval_ms.
+    Task<void> health_loop(std::shared_ptr<BackendRuntime> b);
+    // discovery: dns: the host name's addresses, every resolve_interval_ms, as replicas.
+    Task<void> resolve_loop(std::shared_ptr<BackendRuntime> b);
+    // On control_: a worker's report that a backend refused a connection.
+    void backend_down(const std::string& name);
+    void spawn_probe(const std::shared_ptr<BackendRuntime>& b, bool again);
     // SIGHUP or POST /-/reload (`trigger` says which, for the log): re-reads and validates the
     // config and swaps it on every worker; a config with errors changes nothing. On control_.
     struct ReloadResult {
@@ -70,8 +81,12 @@ private:
     std::function<config::LoadResult()> reread_;
     std::string config_path_;
     std::string tls_ca_file_;  // the CA bundle tls_ was made with
-    // Bumped when a reload changes what the backend is: an older probe loop stops.
-    uint64_t probe_generation_ = 0;
+    std::vector<std::shared_ptr<BackendRuntime>> backends_;  // config_'s, in its order
+    std::shared_ptr<struct RoutingShared> routing_shared_;
+    // By backend name, kept across reloads (Prometheus counters never go back).
+    std::vector<std::shared_ptr<struct BackendCounters>> counters_;
+    uint64_t next_replica_id_ = 1;
+    std::unique_ptr<class Deadlines> control_deadlines_;  // health checks' timeouts
     std::unique_ptr<class Metrics> metrics_;
     std::shared_ptr<class ClientAuth> auth_;  // client keys, shared by the workers
     std::unique_ptr<struct ConnectionBudget> connections_;
@@ -83,10 +98,6 @@ private:
     // Per worker, one listener per listen address (localhost: 127.0.0.1 and ::1).
     std::vector<std::vector<std::unique_ptr<Listener>>> listeners_;
     bool shutting_down_ = false;
-    // The probe state, touched on control_ only.
-    bool probing_ = false;
-    std::chrono::steady_clock::time_point last_probe_start_{};
-    std::string identified_;  // "openai, model 'm'": what the last successful probe found
     std::string startup_error_;
 };
 

@@ -7,6 +7,7 @@
 #include "proxy/client_auth.hpp"
 #include "proxy/listener.hpp"
 #include "proxy/log.hpp"
+#include "proxy/routing.hpp"
 #include "proxy/server.hpp"
 #include "proxy/worker.hpp"
 
@@ -108,43 +109,46 @@ Server::ReloadResult Server::reload(std::string_view trigger, std::function<void
     std::vector<std::string> restart = changes.needs_restart;
     auto next = std::make_shared<const config::Config>(
         config::keep_restart_values(*config_, *loaded.config));
-    // An https backend needs the TLS context, made once: the first https backend makes it,
+    // https backends need the TLS context, made once: the first https backend makes it,
     // another CA bundle needs a restart (workers' connections use the one in place).
-    if (changes.backend_changed && next->backend().url.tls) {
-        if (!tls_) {
-            net::ssl::context tls(net::ssl::context::tls_client);
-            tls.set_default_verify_paths();
-            tls.set_verify_mode(net::ssl::verify_peer);
-            if (const std::string& ca = next->backend().tls_ca_file; !ca.empty()) {
-                beast::error_code ec;
-                tls.load_verify_file(ca, ec);
-                if (ec) {
-                    answer_now();
-                    const std::string e =
-                        "backends[0].tls_ca_file: cannot load '" + ca + "': " + ec.message();
-                    metrics_->count_reload(false);
-                    log::warn(why + ": " + e + "; the running config is kept");
-                    return {400, reload_error("the config file " + config_path_ +
-                                                  " has 1 error(s); the running config is "
-                                                  "kept: " +
-                                                  e,
-                                              "invalid_config", {e})};
-                }
-            }
-            tls_.emplace(std::move(tls));
-            tls_ca_file_ = next->backend().tls_ca_file;
-        } else if (next->backend().tls_ca_file != tls_ca_file_) {
-            restart.emplace_back("backends[0].tls_ca_file");
+    for (size_t i = 0; i < next->backends.size(); ++i) {
+        const config::Backend& b = next->backends[i];
+        if (!b.url.tls) {
+            continue;
         }
+        if (tls_) {
+            if (b.tls_ca_file != tls_ca_file_) {
+                restart.emplace_back("backends[" + std::to_string(i) + "].tls_ca_file");
+            }
+            continue;
+        }
+        net::ssl::context tls(net::ssl::context::tls_client);
+        tls.set_default_verify_paths();
+        tls.set_verify_mode(net::ssl::verify_peer);
+        if (const std::string& ca = b.tls_ca_file; !ca.empty()) {
+            beast::error_code ec;
+            tls.load_verify_file(ca, ec);
+            if (ec) {
+                answer_now();
+                const std::string e = "backends[" + std::to_string(i) +
+                                      "].tls_ca_file: cannot load '" + ca + "': " + ec.message();
+                metrics_->count_reload(false);
+                log::warn(why + ": " + e + "; the running config is kept");
+                return {400, reload_error("the config file " + config_path_ +
+                                              " has 1 error(s); the running config is kept: " + e,
+                                          "invalid_config", {e})};
+            }
+        }
+        tls_.emplace(std::move(tls));
+        tls_ca_file_ = b.tls_ca_file;
     }
     auto auth = std::make_shared<ClientAuth>(next->auth, auth_.get());
     net::ssl::context* tls = tls_ ? &*tls_ : nullptr;
     auto pending = std::make_shared<std::atomic<size_t>>(workers_.size());
     auto last = std::make_shared<std::function<void()>>(std::move(applied));
     for (auto& w : workers_) {
-        net::post(w->io(), [this, worker = w.get(), next, auth, tls, pending, last,
-                            pool = changes.backend_changed] {
-            worker->apply(next, auth, pool, tls);
+        net::post(w->io(), [this, worker = w.get(), next, auth, tls, pending, last] {
+            worker->apply(next, auth, tls);
             if (pending->fetch_sub(1) == 1) {
                 net::post(control_, std::move(*last));
             }
@@ -166,16 +170,11 @@ Server::ReloadResult Server::reload(std::string_view trigger, std::function<void
               (changes.applied.empty() ? std::string("nothing else changed")
                                        : "changed: " + joined(changes.applied)) +
               (restart.empty() ? std::string() : "; needs a restart: " + joined(restart)));
-    if (changes.backend_identity_changed) {
-        // Another backend (URL, dialect or model): what the old probe learned no longer holds.
-        ++probe_generation_;
-        identified_.clear();
-        if (const auto info = configured_backend()) {
-            metrics_->set_discovered_model(info->served_model);
-            publish(*info);
-        }
-        probing_ = true;
-        net::co_spawn(control_, probe_loop(false), net::detached);
+    if (changes.routing_changed) {
+        // Unchanged backends keep their replicas and what their probes found; new and changed
+        // ones start over. Posted after the config above: a worker runs the new config first.
+        start_backends();
+        publish_table();
     }
     return {200, json_text([&](auto& w) {
                 w.StartObject();
@@ -197,6 +196,12 @@ Server::ReloadResult Server::reload(std::string_view trigger, std::function<void
             })};
 }
 
-Server::~Server() = default;
+Server::~Server() {
+    // Its timer before control_ (declared after it) is destroyed; the pools of health checks
+    // still pending unregister from it when control_ goes.
+    if (control_deadlines_) {
+        control_deadlines_->stop();
+    }
+}
 
 }  // namespace infergate

@@ -8,7 +8,9 @@
 #include "proxy/client_request.hpp"
 #include "proxy/disconnect_watch.hpp"
 #include "proxy/http_head.hpp"
+#include "proxy/log.hpp"
 #include "proxy/request_meter.hpp"
+#include "proxy/routing.hpp"
 #include "proxy/upstream_head.hpp"
 #include "proxy/upstream_parser.hpp"
 #include "proxy/upstream_pool.hpp"
@@ -60,11 +62,10 @@ struct UpstreamCall::State {
     std::optional<KeptHeaders> headers;
 };
 
-UpstreamCall::UpstreamCall(Worker& worker, UpstreamPool& pool, const ClientAuth* auth,
-                           DisconnectWatch& watch, RequestMeter& meter,
-                           const ClientRequest& request, const std::string& request_id)
+UpstreamCall::UpstreamCall(Worker& worker, const ClientAuth* auth, DisconnectWatch& watch,
+                           RequestMeter& meter, const ClientRequest& request,
+                           const std::string& request_id)
     : worker_(worker),
-      pool_(pool),
       auth_(auth),
       watch_(watch),
       meter_(meter),
@@ -72,11 +73,53 @@ UpstreamCall::UpstreamCall(Worker& worker, UpstreamPool& pool, const ClientAuth*
       request_id_(request_id) {}
 
 const config::Backend& UpstreamCall::backend() const {
-    return pool_.backend();
+    return pool_->backend();
 }
 
 UpstreamCall::~UpstreamCall() {
     abandon();
+    untarget();
+}
+
+void UpstreamCall::untarget() {
+    if (replica_ != nullptr) {
+        replica_->outstanding.fetch_sub(1, std::memory_order_relaxed);
+        replica_ = nullptr;
+    }
+}
+
+void UpstreamCall::target(const RoutingTable& table, const PoolMember& member) {
+    abandon();
+    untarget();
+    view_ = &table.backends()[member.backend];
+    replica_ = member.replica;
+    routing_ = &table.routing();
+    replica_->outstanding.fetch_add(1, std::memory_order_relaxed);
+    pool_ = worker_.pool_for(*replica_, view_->config);
+    state_.reset();
+    counted_ = false;
+}
+
+void UpstreamCall::count_failure() {
+    if (counted_ || aborted_ || replica_ == nullptr) {
+        return;
+    }
+    counted_ = true;
+    view_->counters->errors.fetch_add(1, std::memory_order_relaxed);
+    if (replica_->failed(*routing_, steady_now_ns())) {
+        view_->counters->ejections.fetch_add(1, std::memory_order_relaxed);
+        log::warn("backend '" + view_->config.name + "' replica " + replica_->address +
+                  " ejected after " + std::to_string(routing_->consecutive_failures) +
+                  " failures in a row (routing.outlier_ejection); retried after the ejection "
+                  "time");
+    }
+}
+
+void UpstreamCall::count_success() {
+    if (!counted_ && replica_ != nullptr) {
+        counted_ = true;
+        replica_->succeeded();
+    }
 }
 
 void UpstreamCall::abandon() {
@@ -119,7 +162,7 @@ bool UpstreamCall::client_left() {
 }
 
 canonical::Error UpstreamCall::failure(beast::error_code ec, std::string_view stage) {
-    const config::Backend& b = pool_.backend();
+    const config::Backend& b = pool_->backend();
     meter_.failure().stage = stage;
     meter_.failure().backend = b.url.text();  // the operator's line; never the client's body
     canonical::Error e;
@@ -136,6 +179,7 @@ canonical::Error UpstreamCall::failure(beast::error_code ec, std::string_view st
         meter_.failure().message = e.message;
         return e;
     }
+    count_failure();
     if (ec == beast::error::timeout) {
         meter_.note_upstream_error(UpstreamErrorKind::timeout);
         e.status = 504;
@@ -148,7 +192,7 @@ canonical::Error UpstreamCall::failure(beast::error_code ec, std::string_view st
         return e;
     }
     meter_.set_outcome(Outcome::upstream_error);
-    worker_.backend_unreachable(ec);  // refused: the server probes the backend again
+    worker_.backend_unreachable(ec, b.name);  // refused: the server probes it again
     meter_.note_upstream_error(
         ec == net::error::connection_refused || ec == net::error::host_not_found ||
                 ec == net::error::host_not_found_try_again
@@ -184,17 +228,19 @@ canonical::Error UpstreamCall::failure(beast::error_code ec, std::string_view st
 }
 
 Task<bool> UpstreamCall::open(http::verb verb, std::string target, std::string body, bool stream) {
-    const config::Backend& b = pool_.backend();
+    const config::Backend& b = pool_->backend();
     if (verb != http::verb::post) {
         body.clear();
     }
+    view_->counters->requests.fetch_add(1, std::memory_order_relaxed);
     const std::string head =
         upstream_request_head(request_, verb, target, body.size(), stream, b,
-                              translators::backend_headers(worker_.backend().dialect), request_id_,
+                              translators::backend_headers(view_->info.dialect), request_id_,
                               auth_ != nullptr && auth_->enabled());
     // Default-initialised on purpose: make_unique would value-initialise, zeroing the 16 KiB
     // read buffer on every request.
     state_.reset(new State);
+    retriable_ = false;
     if (b.timeouts.total_ms > 0) {
         state_->deadline = meter_.received() + std::chrono::milliseconds(b.timeouts.total_ms);
     }
@@ -204,12 +250,13 @@ Task<bool> UpstreamCall::open(http::verb verb, std::string target, std::string b
         const auto connect_start = std::chrono::steady_clock::now();
         {
             RequestMeter::WaitTimer wait{meter_};
-            state_->conn = co_await pool_.acquire(ec, reused, attempt > 0);
+            state_->conn = co_await pool_->acquire(ec, reused, attempt > 0);
         }
         if (!ec && !reused) {
             meter_.note_connect(std::chrono::steady_clock::now() - connect_start);
         }
         if (ec) {
+            retriable_ = true;
             error_ = failure(ec, "connecting");
             co_return false;
         }
@@ -236,6 +283,7 @@ Task<bool> UpstreamCall::open(http::verb verb, std::string target, std::string b
             if (reused && attempt == 0 && stale_connection(wec)) {
                 continue;
             }
+            retriable_ = true;
             error_ = failure(wec, "sending the request");
             co_return false;
         }
@@ -256,7 +304,14 @@ Task<bool> UpstreamCall::open(http::verb verb, std::string target, std::string b
         }
         if (!hec) {
             ++conn.uses;
-            meter_.note_first_byte(std::chrono::steady_clock::now() - sent);
+            const auto waited = std::chrono::steady_clock::now() - sent;
+            meter_.note_first_byte(waited);
+            view_->counters->observe_latency(std::chrono::duration<double>(waited).count());
+            if (state_->parser->status() >= 500) {
+                count_failure();
+            } else {
+                count_success();
+            }
             co_return true;
         }
         conn.close();
@@ -266,6 +321,7 @@ Task<bool> UpstreamCall::open(http::verb verb, std::string target, std::string b
         if (verb == http::verb::get && reused && attempt == 0 && stale_connection(hec)) {
             continue;  // GET is idempotent (RFC 9110 §9.2.2): the info routes may try again
         }
+        retriable_ = stale_connection(hec);  // reset or closed before any response byte
         error_ = failure(hec, "waiting for the response");
         if (stale_connection(hec) && verb != http::verb::get) {
             error_.message +=
@@ -281,7 +337,7 @@ Task<beast::error_code> UpstreamCall::read_some(std::string_view& out) {
     out = {};
     auto& parser = *state_->parser;
     UpstreamConnection& conn = *state_->conn;
-    const config::Backend& b = pool_.backend();
+    const config::Backend& b = pool_->backend();
     RequestMeter::WaitTimer wait{meter_};
     while (!parser.is_done()) {
         parser.set_output(state_->buf.data(), state_->buf.size());
@@ -326,7 +382,7 @@ void UpstreamCall::release(bool reusable) {
         return;
     }
     if (reusable && state_->parser && state_->parser->is_done() && state_->parser->keep_alive()) {
-        pool_.release(std::move(state_->conn));
+        pool_->release(std::move(state_->conn));
     } else {
         state_->conn->close();
         state_->conn.reset();

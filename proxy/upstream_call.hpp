@@ -25,6 +25,10 @@ struct Backend;
 }  // namespace config
 
 class ClientRequest;
+struct BackendView;
+struct Replica;
+struct PoolMember;
+class RoutingTable;
 class DisconnectWatch;
 class RequestMeter;
 class ClientAuth;
@@ -39,13 +43,25 @@ std::string backend_name(const config::Backend& backend);
 class UpstreamCall {
 public:
     // `request`: the client's, whose end-to-end headers go upstream; `watch`: the session's,
-    // which sees a client that leaves while the backend works. `pool` and `auth`: the
-    // exchange's (the config it started with; auth null without client keys).
-    UpstreamCall(Worker& worker, UpstreamPool& pool, const ClientAuth* auth, DisconnectWatch& watch,
+    // which sees a client that leaves while the backend works. `auth`: the exchange's (the
+    // config it started with; null without client keys). The replica is set by target().
+    UpstreamCall(Worker& worker, const ClientAuth* auth, DisconnectWatch& watch,
                  RequestMeter& meter, const ClientRequest& request, const std::string& request_id);
     ~UpstreamCall();  // an unfinished call's connection is closed (the backend stops)
     UpstreamCall(const UpstreamCall&) = delete;
     UpstreamCall& operator=(const UpstreamCall&) = delete;
+
+    // The replica the next open() goes to (`table` outlives the call: the exchange holds it).
+    // Counted in the replica's requests in flight until the call ends or is targeted again.
+    void target(const RoutingTable& table, const PoolMember& member);
+    bool targeted() const { return pool_ != nullptr; }
+    const BackendView& backend_view() const { return *view_; }
+    Replica& replica() const { return *replica_; }
+    // The last open() failed before the backend could have answered: the connection could not
+    // be made, the request did not all leave, or the connection closed before any response
+    // byte. Another replica may take the request (never after a timeout: it may be working).
+    bool retriable() const { return retriable_; }
+    const std::string& request_id() const { return request_id_; }
 
     // Sends the request and reads the final response head. false: it failed, and error() says
     // why as the client should hear it, or the client left (client_left()).
@@ -89,8 +105,18 @@ private:
     struct State;
     std::chrono::milliseconds op_timeout(int64_t configured_ms) const;
 
+    // The replica's passive health: a failure (connect, reset, timeout, 5xx) or an answer.
+    void count_failure();
+    void count_success();
+    void untarget();
+
     Worker& worker_;
-    UpstreamPool& pool_;
+    std::shared_ptr<UpstreamPool> pool_;
+    const BackendView* view_ = nullptr;
+    Replica* replica_ = nullptr;
+    const config::Routing* routing_ = nullptr;
+    bool counted_ = false;  // this try's outcome is in the replica's run already
+    bool retriable_ = false;
     const ClientAuth* auth_;
     DisconnectWatch& watch_;
     RequestMeter& meter_;

@@ -74,12 +74,13 @@ bool quiet(UpstreamConnection& c) {
 }  // namespace
 
 UpstreamPool::UpstreamPool(Executor executor, Deadlines& deadlines, config::Backend backend,
-                           net::ssl::context* tls)
+                           net::ssl::context* tls, std::optional<net::ip::address> ip)
     : executor_(executor),
       deadlines_(deadlines),
       backend_(std::move(backend)),
       tls_(tls),
-      resolver_(executor) {}
+      resolver_(executor),
+      ip_(std::move(ip)) {}
 
 Task<std::unique_ptr<UpstreamConnection>> UpstreamPool::acquire(beast::error_code& error,
                                                                 bool& reused, bool fresh) {
@@ -94,6 +95,11 @@ Task<std::unique_ptr<UpstreamConnection>> UpstreamPool::acquire(beast::error_cod
         c->close();
     }
     reused = false;
+    if (!endpoints_ && ip_) {
+        endpoints_ =
+            Resolver::results_type::create(tcp::endpoint(*ip_, backend_.url.port),
+                                           backend_.url.host, std::to_string(backend_.url.port));
+    }
     if (!endpoints_) {
         auto [ec, results] = co_await resolver_.async_resolve(
             backend_.url.host, std::to_string(backend_.url.port), use_nothrow);

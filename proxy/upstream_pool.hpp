@@ -51,8 +51,10 @@ private:
 
 class UpstreamPool {
 public:
+    // `ip`: connect to this address (a replica found by DNS discovery) rather than resolving
+    // the URL's host; TLS still names the host (SNI, certificate).
     UpstreamPool(Executor executor, Deadlines& deadlines, config::Backend backend,
-                 net::ssl::context* tls);
+                 net::ssl::context* tls, std::optional<net::ip::address> ip = std::nullopt);
 
     // An idle keep-alive connection the backend has not closed, or a new one. `error` is set
     // when connecting failed (refused, unresolvable, timed out).
@@ -76,6 +78,7 @@ private:
     net::ssl::context* tls_;
     bool retired_ = false;
     Resolver resolver_;
+    std::optional<net::ip::address> ip_;
     std::optional<Resolver::results_type> endpoints_;  // resolved once, again on failure
     std::vector<std::unique_ptr<UpstreamConnection>> idle_;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "proxy/routing.hpp"
 #include "proxy/session.hpp"
 
 namespace infergate {
@@ -10,11 +11,14 @@ namespace {
 
 // The deadline tick for the config's timeouts (Deadlines::tick_for of the shortest).
 std::chrono::milliseconds deadline_tick(const config::Config& c) {
-    const config::Timeouts& t = c.backend().timeouts;
-    int64_t shortest = std::min({t.connect_ms, t.first_byte_ms, t.idle_ms, c.client_idle_ms,
-                                 c.client_header_ms, c.client_body_ms});
-    if (t.total_ms > 0) {
-        shortest = std::min(shortest, t.total_ms);
+    int64_t shortest = std::min({c.client_idle_ms, c.client_header_ms, c.client_body_ms});
+    for (const config::Backend& b : c.backends) {
+        const config::Timeouts& t = b.timeouts;
+        shortest =
+            std::min({shortest, t.connect_ms, t.first_byte_ms, t.idle_ms, b.health.timeout_ms});
+        if (t.total_ms > 0) {
+            shortest = std::min(shortest, t.total_ms);
+        }
     }
     return Deadlines::tick_for(std::chrono::milliseconds(shortest));
 }
@@ -26,8 +30,6 @@ Worker::Worker(int index, std::shared_ptr<const config::Config> config, net::ssl
     : index_(index),
       config_(std::move(config)),
       tls_(tls),
-      pool_(std::make_shared<UpstreamPool>(io_.get_executor(), deadlines_, config_->backend(),
-                                           config_->backend().url.tls ? tls : nullptr)),
       metrics_(metrics),
       access_log_fd_(access_log_fd),
       rng_(std::random_device{}() ^ (static_cast<uint64_t>(index) << 32)),
@@ -40,17 +42,42 @@ Worker::~Worker() {
 }
 
 void Worker::apply(std::shared_ptr<const config::Config> config, std::shared_ptr<ClientAuth> auth,
-                   bool new_pool, net::ssl::context* tls) {
+                   net::ssl::context* tls) {
     config_ = std::move(config);
     auth_ = std::move(auth);
+    tls_ = tls;
     // Shorter timeouts need a finer tick (requests in flight keep theirs, a tick late at most).
     deadlines_.set_tick(std::min(deadlines_.tick(), deadline_tick(*config_)));
-    if (new_pool) {
-        tls_ = tls;
-        pool_->retire();
-        pool_ = std::make_shared<UpstreamPool>(io_.get_executor(), deadlines_, config_->backend(),
-                                               config_->backend().url.tls ? tls_ : nullptr);
+}
+
+void Worker::set_table(std::shared_ptr<const RoutingTable> table) {
+    table_ = std::move(table);
+    // A replica no longer in the table (its backend removed or changed, its address gone from
+    // DNS): its idle connections close now, busy ones when their request ends.
+    for (auto it = pools_.begin(); it != pools_.end();) {
+        bool kept = false;
+        for (const BackendView& b : table_->backends()) {
+            for (const auto& r : b.replicas) {
+                kept = kept || r->id == it->first;
+            }
+        }
+        if (kept) {
+            ++it;
+        } else {
+            it->second->retire();
+            it = pools_.erase(it);
+        }
     }
+}
+
+std::shared_ptr<UpstreamPool> Worker::pool_for(const Replica& replica,
+                                               const config::Backend& backend) {
+    auto& pool = pools_[replica.id];
+    if (!pool) {
+        pool = std::make_shared<UpstreamPool>(io_.get_executor(), deadlines_, backend,
+                                              backend.url.tls ? tls_ : nullptr, replica.ip);
+    }
+    return pool;
 }
 
 Task<Worker::ReloadOutcome> Worker::reload() {
@@ -86,7 +113,7 @@ std::string Worker::random_hex(size_t chars) {
     return out;
 }
 
-void Worker::backend_unreachable(const beast::error_code& ec) {
+void Worker::backend_unreachable(const beast::error_code& ec, const std::string& backend) {
     if (!on_backend_down_ ||
         (ec != net::error::connection_refused && ec != net::error::host_not_found &&
          ec != net::error::host_not_found_try_again)) {
@@ -95,12 +122,12 @@ void Worker::backend_unreachable(const beast::error_code& ec) {
     // Every request fails like this while the backend is down: one report a second is enough
     // for the server, whose probe retries on its own timer anyway.
     const auto now = std::chrono::steady_clock::now();
-    if (last_down_report_ != std::chrono::steady_clock::time_point{} &&
-        now - last_down_report_ < std::chrono::seconds(1)) {
+    auto& last = last_down_report_[backend];
+    if (last != std::chrono::steady_clock::time_point{} && now - last < std::chrono::seconds(1)) {
         return;
     }
-    last_down_report_ = now;
-    on_backend_down_();
+    last = now;
+    on_backend_down_(backend);
 }
 
 bool Worker::shed_oldest_idle() {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "config/config.hpp"
@@ -24,13 +25,16 @@ namespace infergate {
 
 class Session;
 class ClientAuth;
+class RoutingTable;
+struct Replica;
 
 // What the proxy knows about its backend: configured, or found by probing its info routes.
 struct BackendInfo {
     bool ready = false;  // dialect and model are known
     config::BackendDialect dialect = config::BackendDialect::openai;
     translators::Flavor flavor = translators::Flavor::generic;
-    std::string served_model;  // the name the backend answers to
+    std::string served_model;         // the name the backend answers to (its first model)
+    std::vector<std::string> models;  // every model it serves (served_model first when known)
     std::optional<int64_t> max_model_len;
     std::string detail;  // how it was found, or why it is not known yet
 };
@@ -58,30 +62,36 @@ public:
     // it started with.
     const config::Config& config() const { return *config_; }
     const std::shared_ptr<const config::Config>& config_ptr() const { return config_; }
-    UpstreamPool& pool() { return *pool_; }
-    const std::shared_ptr<UpstreamPool>& pool_ptr() const { return pool_; }
+    // The routing table (routing.hpp): backends, replicas, pools by model. Posted by the server
+    // whenever it changes; an exchange copies the pointer at its start.
+    const std::shared_ptr<const RoutingTable>& table() const { return table_; }
+    // Pools of replicas missing from the new table are retired.
+    void set_table(std::shared_ptr<const RoutingTable> table);
+    // The connection pool of one replica of `backend`, made on first use.
+    std::shared_ptr<UpstreamPool> pool_for(const Replica& replica, const config::Backend& backend);
     WorkerMetrics& metrics() { return metrics_.worker(index_); }
     Metrics& metrics_registry() { return metrics_; }
     int access_log_fd() const { return access_log_fd_; }  // -1: access log off
-    const BackendInfo& backend() const { return backend_; }
-    void set_backend(BackendInfo info) { backend_ = std::move(info); }
-    // An exchange could not connect to the backend. Refused or unresolvable means the backend
+    // An exchange could not connect to a backend. Refused or unresolvable means the backend
     // went away, perhaps to come back as another engine or model: the server is told (at most
     // once a second per worker, never per request) and probes it again until it answers.
-    void backend_unreachable(const beast::error_code& ec);
-    // Set by the server before the worker runs; called on the worker's thread.
-    void on_backend_down(std::function<void()> fn) { on_backend_down_ = std::move(fn); }
+    void backend_unreachable(const beast::error_code& ec, const std::string& backend);
+    // Set by the server before the worker runs; called on the worker's thread with the
+    // backend's name.
+    void on_backend_down(std::function<void(const std::string&)> fn) {
+        on_backend_down_ = std::move(fn);
+    }
 
     // Client keys (null or disabled: none configured). Shared by every worker.
     ClientAuth* auth() const { return auth_.get(); }
     const std::shared_ptr<ClientAuth>& auth_ptr() const { return auth_; }
     void set_auth(std::shared_ptr<ClientAuth> auth) { auth_ = std::move(auth); }
 
-    // A reload (on this worker's thread, posted by the server): the new config and keys;
-    // `new_pool`: the backend changed, so its pool is replaced and the old one retired (`tls`:
-    // the context for an https backend, made by the server when the first one appears).
+    // A reload (on this worker's thread, posted by the server): the new config and keys
+    // (`tls`: the context for https backends, made by the server when the first one appears).
+    // The routing table comes separately (set_table).
     void apply(std::shared_ptr<const config::Config> config, std::shared_ptr<ClientAuth> auth,
-               bool new_pool, net::ssl::context* tls);
+               net::ssl::context* tls);
 
     // POST /-/reload: runs the reload on the server's thread and resumes with its outcome.
     struct ReloadOutcome {
@@ -134,15 +144,20 @@ private:
     net::io_context io_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
     std::shared_ptr<const config::Config> config_;
     net::ssl::context* tls_;
-    std::shared_ptr<UpstreamPool> pool_;
+    std::shared_ptr<const RoutingTable> table_;
+    std::unordered_map<uint64_t, std::shared_ptr<UpstreamPool>> pools_;  // by Replica::id
     Reloader reloader_;
     Metrics& metrics_;
     int access_log_fd_;
-    BackendInfo backend_;
-    std::function<void()> on_backend_down_;
+    std::function<void(const std::string&)> on_backend_down_;
     std::shared_ptr<ClientAuth> auth_;
-    std::chrono::steady_clock::time_point last_down_report_{};
+    std::unordered_map<std::string, std::chrono::steady_clock::time_point> last_down_report_;
     std::mt19937_64 rng_;
+
+public:
+    std::mt19937_64& rng() { return rng_; }
+
+private:
     // Both lists, copied (closing a session may unregister it).
     std::vector<Session*> sessions() const;
     SessionList fresh_;   // not served a request yet: the oldest first

@@ -182,16 +182,72 @@ TEST_CASE("the loader passes the /v1 note on with its path") {
     CHECK(r.notes[0].starts_with("backends[0].url: 'http://h:8000/v1' ends in /v1"));
 }
 
-TEST_CASE("more than one backend is refused until routing across them exists") {
+TEST_CASE("several backends, their models, weights, discovery, health and routing") {
     auto r = load_yaml_text(R"(
 backends:
-  - {name: a, url: 'http://h:8000'}
-  - {name: b, url: 'http://h:8001'}
+  - {name: a, url: 'http://h:8000', models: [m1, m2], weight: 3}
+  - name: b
+    url: http://engines.llm.svc:8001
+    model: m1
+    discovery: dns
+    resolve_interval_ms: 2000
+    health: {path: /healthz, interval_ms: 1000, timeout_ms: 300, unhealthy_threshold: 2}
+models:
+  default: m2
+routing:
+  balance: least_outstanding
+  max_imbalance: 2
+  prefix: {block_bytes: 64, min_match_bytes: 128, max_blocks: 1000}
+  retries: {attempts: 2, budget_percent: 10, budget_min: 1}
+  outlier_ejection: {consecutive_failures: 5, ejection_ms: 1000, max_ejection_ms: 8000}
+)");
+    REQUIRE(r.errors.empty());
+    const Config& c = *r.config;
+    REQUIRE(c.backends.size() == 2);
+    CHECK(c.backends[0].models == std::vector<std::string>{"m1", "m2"});
+    CHECK(c.backends[0].model == "m1");
+    CHECK(c.backends[0].weight == 3);
+    CHECK(c.backends[0].discovery == Discovery::single);
+    CHECK(c.backends[1].models == std::vector<std::string>{"m1"});
+    CHECK(c.backends[1].discovery == Discovery::dns);
+    CHECK(c.backends[1].resolve_interval_ms == 2000);
+    CHECK(c.backends[1].health.path == "/healthz");
+    CHECK(c.backends[1].health.unhealthy_threshold == 2);
+    CHECK(c.backends[1].health.healthy_threshold == 1);
+    CHECK(c.default_model == "m2");
+    CHECK(c.routing.balance == Balance::least_outstanding);
+    CHECK(c.routing.max_imbalance == 2);
+    CHECK(c.routing.prefix_block_bytes == 64);
+    CHECK(c.routing.prefix_min_match_bytes == 128);
+    CHECK(c.routing.prefix_max_blocks == 1000);
+    CHECK(c.routing.attempts == 2);
+    CHECK(c.routing.budget_percent == 10);
+    CHECK(c.routing.consecutive_failures == 5);
+    CHECK(c.routing.max_ejection_ms == 8000);
+}
+
+TEST_CASE("routing settings that cannot work are refused with their path") {
+    auto r = load_yaml_text(R"(
+backends:
+  - {name: a, url: 'http://h:8000', model: m1, models: [m2], weight: 0, discovery: srv}
+  - {name: a, url: 'http://h:8001', model: m1, health: {path: health}}
+models:
+  default: nope
+routing:
+  balance: random
+  retries: {attempts: 0}
+  outlier_ejection: {ejection_ms: 5000, max_ejection_ms: 10}
 )");
     CHECK_FALSE(r.config);
-    CHECK(has_error(r,
-                    "backends[1]: routing across several backends is not supported yet; "
-                    "give exactly one backend (2 are listed)"));
+    CHECK(has_error(r, "backends[0].models: give model or models, not both"));
+    CHECK(has_error(r, "backends[0].weight: must be between 1 and 1000"));
+    CHECK(has_error(r, "backends[0].discovery: must be single (one replica) or dns"));
+    CHECK(has_error(r, "backends[1].name: 'a' is used twice"));
+    CHECK(has_error(r, "backends[1].health.path: must start with /"));
+    CHECK(has_error(r, "models.default: 'nope' is neither served by a backend nor an alias"));
+    CHECK(has_error(r, "routing.balance: must be prefix"));
+    CHECK(has_error(r, "routing.retries.attempts: must be > 0"));
+    CHECK(has_error(r, "routing.outlier_ejection.max_ejection_ms: must be >= ejection_ms"));
 }
 
 TEST_CASE("listen addresses") {
@@ -223,7 +279,8 @@ models:
     fine: "tab\there"
 )");
     CHECK_FALSE(r.config);
-    CHECK(has_error(r, "backends[0].model: holds a quote, a backslash or a control character"));
+    CHECK(has_error(
+        r, "backends[0].models: 'we\"ird' holds a quote, a backslash or a control character"));
     CHECK(has_error(r, "models.aliases.gpt\\4o: the alias holds a quote, a backslash"));
     CHECK(has_error(r, "models.aliases.fine: the backend model holds a quote"));
     auto ok = load_yaml_text(R"(

@@ -96,15 +96,22 @@ class CliTest(unittest.TestCase):
                       "API route /v1/chat/completions; give the server's base URL instead: "
                       "http://127.0.0.1:8000", r.stderr)
 
-    def test_several_backends_are_refused(self):
+    def test_several_backends_check(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            f.write("backends:\n  - {name: a, url: 'http://h:1', model: m1}\n"
+                    "  - {name: b, url: 'http://h:2', models: [m1, m2], weight: 2}\n"
+                    "routing: {balance: least_outstanding}\n")
+            f.flush()
+            r = run("--config", f.name, "--check-config")
+        self.assertEqual(r.returncode, 0, r.stderr)
         with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
             f.write("backends:\n  - {name: a, url: 'http://h:1'}\n"
-                    "  - {name: b, url: 'http://h:2'}\n")
+                    "  - {name: a, url: 'http://h:2', weight: 0}\n")
             f.flush()
             r = run("--config", f.name, "--check-config")
         self.assertEqual(r.returncode, 2)
-        self.assertIn("backends[1]: routing across several backends is not supported yet; give "
-                      "exactly one backend (2 are listed)", r.stderr)
+        self.assertIn("backends[1].name: 'a' is used twice", r.stderr)
+        self.assertIn("backends[1].weight: must be between 1 and 1000", r.stderr)
 
     def test_bad_listen(self):
         r = run("--listen", "localhost", "--check-config")

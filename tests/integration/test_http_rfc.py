@@ -135,7 +135,7 @@ class _Scripted(StreamChecks):
         cls.port = cls.proxy.port
         # The probe's own connection is not the worker's pool: let it finish its round (it logs
         # what it found) so that connection counts below are the exchanges' only.
-        wait_until(lambda: f"backend {cls.backend.url}: " in cls.proxy.stderr_text(), 5.0,
+        wait_until(lambda: f"({cls.backend.url}): " in cls.proxy.stderr_text(), 5.0,
                    what="the probe's round")
 
     def setUp(self):

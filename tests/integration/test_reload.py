@@ -237,7 +237,9 @@ class ReloadDuringStream(unittest.TestCase):
         rewrite(p.config_path, config(self.other.url, {"mid-alias": MODEL}, name="second"))
         r = request(p.admin_port, "POST", "/-/reload")
         self.assertEqual(r.status, 200, r.body)
-        self.assertEqual(r.json()["changed"], ["backends[0]", "models.aliases"])
+        # Backends are matched by name: "second" is a new one, "first" is gone.
+        self.assertEqual(r.json()["changed"],
+                         ["backends[0] (added)", "backends: 'first' removed", "models.aliases"])
         rest = s.read_all()
         self.assertTrue(rest and rest[-1].done, [e.data for e in rest[-3:]])
         self.assertGreaterEqual(len(first) + len(rest), 10)
@@ -252,7 +254,7 @@ class ReloadDuringStream(unittest.TestCase):
         info = request(p.admin_port, "GET", "/get_server_info")
         self.assertIn(self.other.url, info.body.decode())
         self.assertNotIn(self.emu.url + '"', info.body.decode())
-        wait_until(lambda: f"backend {self.other.url}:" in p.stderr_text(), 10,
+        wait_until(lambda: f"({self.other.url}):" in p.stderr_text(), 10,
                    what="the new backend probed")
 
 
