@@ -278,6 +278,18 @@ def listen_port(value: str | None) -> int | None:
     return int(value.rsplit(":", 1)[1]) if value and ":" in value else None
 
 
+def metrics_port(config: dict) -> int | None:
+    """Where /metrics is served: the admin listener when there is one (docs/metrics.md)."""
+    return listen_port(config.get("admin_listen")) or listen_port(config.get("listen"))
+
+
+def key_variables(config: dict) -> list[str]:
+    """The environment variables the config reads keys from: infergate refuses to start without."""
+    names = [b.get("api_key_env") for b in config.get("backends") or [] if isinstance(b, dict)]
+    names.append((config.get("auth") or {}).get("keys_env"))
+    return [n for n in names if n]
+
+
 def port_number(ref, ports: list[dict]) -> int | None:
     """A container port by number or name, None when the pod has no such port."""
     for p in ports:
@@ -400,16 +412,15 @@ def check_deployment(m: Manifests, deploy: Obj, errors: list[str]) -> tuple[dict
         return None
 
     public, admin = listen_port(config.get("listen")), listen_port(config.get("admin_listen"))
-    metrics_port = admin or public
     for what, port in (("listen", public), ("admin_listen", admin)):
         if port is not None and port_number(port, ports) is None:
             errors.append(f"{deploy}: the config's {what} port {port} is not a container port")
     annotations = pod["metadata"].get("annotations", {})
     if annotations.get("prometheus.io/scrape") == "true":
         scraped = annotations.get("prometheus.io/port")
-        if scraped != str(metrics_port):
+        if scraped != str(metrics_port(config)):
             errors.append(f"{deploy}: prometheus.io/port is {scraped}, but /metrics is served on "
-                          f"{metrics_port} ({'admin_listen' if admin else 'listen'})")
+                          f"{metrics_port(config)} ({'admin_listen' if admin else 'listen'})")
 
     grace_ms = config.get("shutdown_grace_ms", default_shutdown_grace_ms())
     pre_stop = prestop_seconds(container)
@@ -423,17 +434,18 @@ def check_deployment(m: Manifests, deploy: Obj, errors: list[str]) -> tuple[dict
                       "would SIGKILL streams that infergate is still draining")
 
     env = {e["name"] for e in container.get("env", [])}
-    wanted = [b.get("api_key_env") for b in config.get("backends") or [] if isinstance(b, dict)]
-    wanted.append((config.get("auth") or {}).get("keys_env"))
-    for var in filter(None, wanted):
+    for var in key_variables(config):
         if var not in env:
             errors.append(f"{deploy}: the config reads ${var} (api_key_env / keys_env) but the "
                           "container does not set it: infergate refuses to start")
     return config, text
 
 
-def pod_templates(m: Manifests) -> list[tuple[Obj, dict]]:
-    return [(d, d.body["spec"]["template"]) for d in m.of("Deployment")]
+def selected_pods(m: Manifests, selector: dict) -> list[tuple[Obj, list[dict]]]:
+    """The Deployments whose pods `selector` matches, with their infergate container's ports."""
+    return [(d, d.body["spec"]["template"]["spec"]["containers"][0].get("ports", []))
+            for d in m.of("Deployment")
+            if selects(selector, d.body["spec"]["template"]["metadata"]["labels"])]
 
 
 def check_services(m: Manifests, config: dict | None, errors: list[str]) -> None:
@@ -442,13 +454,10 @@ def check_services(m: Manifests, config: dict | None, errors: list[str]) -> None
         spec = svc.body["spec"]
         if spec.get("clusterIP") == "None":
             continue  # an engine's headless Service (backends-example.yaml): its pods are not here
-        pods = [(d, t) for d, t in pod_templates(m)
-                if selects(spec["selector"], t["metadata"]["labels"])]
+        pods = selected_pods(m, spec["selector"])
         if not pods:
             errors.append(f"{svc}: selector {spec['selector']} matches no pod template here")
-            continue
-        for d, template in pods:
-            ports = template["spec"]["containers"][0].get("ports", [])
+        for d, ports in pods:
             for p in spec["ports"]:
                 target = p.get("targetPort", p["port"])
                 number = port_number(target, ports)
@@ -500,23 +509,20 @@ def check_hpas(m: Manifests, errors: list[str]) -> None:
 
 
 def check_podmonitors(m: Manifests, config: dict | None, errors: list[str]) -> None:
-    config = config or {}
-    metrics_port = listen_port(config.get("admin_listen")) or listen_port(config.get("listen"))
+    scraped = metrics_port(config or {})
     for pm in m.of("PodMonitor"):
         spec = pm.body["spec"]
-        pods = [t for _, t in pod_templates(m) if selects(spec["selector"]["matchLabels"],
-                                                          t["metadata"]["labels"])]
+        pods = selected_pods(m, spec["selector"]["matchLabels"])
         if not pods:
             errors.append(f"{pm}: selector matches no pod template here")
-        for template in pods:
-            ports = template["spec"]["containers"][0].get("ports", [])
+        for _, ports in pods:
             for e in spec["podMetricsEndpoints"]:
                 number = port_number(e["port"], [p for p in ports if "name" in p])
                 if number is None:
                     errors.append(f"{pm}: port {e['port']!r} is not a named port of the pod")
-                elif metrics_port is not None and number != metrics_port:
+                elif scraped is not None and number != scraped:
                     errors.append(f"{pm}: port {e['port']} is {number}, but /metrics is on "
-                                  f"{metrics_port}")
+                                  f"{scraped}")
 
 
 def check_kustomization(m: Manifests, errors: list[str]) -> None:
@@ -642,19 +648,14 @@ def infergate_binary() -> str | None:
 
 def check_config(binary: str, text: str, config: dict, workdir: Path) -> tuple[int, str]:
     """Runs --check-config on `text` with a dummy for every key variable; (status, transcript)."""
-    env = dict(os.environ)
-    for b in config.get("backends") or []:
-        if isinstance(b, dict) and b.get("api_key_env"):
-            env[b["api_key_env"]] = "dummy-key-for-check-config"
-    keys_env = (config.get("auth") or {}).get("keys_env")
-    if keys_env:
-        env[keys_env] = "dummy-client-key-for-check-config-0123456789"
+    # Long enough for a client key too (auth.keys_env refuses short keys).
+    dummy = "dummy-key-for-check-config-0123456789"
+    env = dict(os.environ) | {v: dummy for v in key_variables(config)}
     path = workdir / "infergate.yaml"
     path.write_text(text)
     cmd = [binary, "--check-config", "--config", str(path)]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
-    dummies = sorted(set(env) - set(os.environ))
-    shown = " ".join(f"{v}={env[v]}" for v in dummies) + (" " if dummies else "") + " ".join(cmd)
+    shown = " ".join([f"{v}={dummy}" for v in key_variables(config)] + cmd)
     output = (r.stdout + r.stderr).rstrip()
     return r.returncode, f"$ {shown}\n{output}\n(exit status {r.returncode})"
 
