@@ -4,6 +4,7 @@
 #include "proxy/disconnect_watch.hpp"
 #include "proxy/generation.hpp"
 #include "proxy/router.hpp"
+#include "proxy/upstream_abort.hpp"
 #include "proxy/upstream_pool.hpp"
 #include "proxy/worker.hpp"
 #include "translators/classify.hpp"
@@ -243,6 +244,12 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
         for (size_t i = 0; i < count; ++i) {
             req.request_ids.push_back(worker_.random_hex(32));
         }
+        // SGLang's /generate gets a rid it can be told to abort by (one prompt, one choice: a
+        // batch's rids would have to be one per item).
+        if (plan.back == canonical::Dialect::sglang && req.request_ids.empty() &&
+            req.prompts.size() <= 1 && req.sampling.n <= 1) {
+            req.request_ids.push_back(worker_.random_hex(32));
+        }
     }
     // Failover (Generation::open): another replica of the pool, of the first one's dialect.
     const PoolMember first{&upstream_.replica(),
@@ -265,17 +272,25 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
                  Reroute(next_replica),
                  pool->members.size() > 1 && table_->routing().attempts > 1};
     watch_.start();
+    bool keep_alive = false;
     // if/else, never a conditional inside the co_await: GCC 12 destroys its temporary twice.
     if (req.stream && plan.fast_path) {
-        co_return co_await relay_passthrough_stream(g);
+        keep_alive = co_await relay_passthrough_stream(g);
+    } else if (req.stream) {
+        keep_alive = co_await relay_translated_stream(g);
+    } else if (plan.gather) {
+        keep_alive = co_await relay_gather(g);
+    } else {
+        keep_alive = co_await relay_whole(g);
     }
-    if (req.stream) {
-        co_return co_await relay_translated_stream(g);
+    // The client left while SGLang worked: its connection is closed already; the rids are
+    // aborted too (upstream_abort.hpp).
+    if (meter_.outcome() == Outcome::client_disconnect && !req.request_ids.empty() &&
+        upstream_.targeted() &&
+        upstream_.backend_view().info.dialect == config::BackendDialect::sglang) {
+        abort_sglang_requests(worker_, upstream_.pool(), req.request_ids);
     }
-    if (plan.gather) {
-        co_return co_await relay_gather(g);
-    }
-    co_return co_await relay_whole(g);
+    co_return keep_alive;
 }
 
 }  // namespace infergate

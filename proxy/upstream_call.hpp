@@ -55,6 +55,7 @@ public:
     // Counted in the replica's requests in flight until the call ends or is targeted again.
     void target(const RoutingTable& table, const PoolMember& member);
     bool targeted() const { return pool_ != nullptr; }
+    const std::shared_ptr<UpstreamPool>& pool() const { return pool_; }
     const BackendView& backend_view() const { return *view_; }
     Replica& replica() const { return *replica_; }
     // The last open() failed before the backend could have answered: the connection could not
