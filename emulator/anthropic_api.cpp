@@ -424,6 +424,10 @@ net::awaitable<void> handle_messages(Request& req, Conn& conn, const Options& op
     if (plan.any()) {
         apply_plan(plan, choices, r.max_tokens);
     }
+    const std::unique_ptr<Generation> gen = co_await admit(conn, req, r.key, choices);
+    if (!gen) {
+        co_return;
+    }
     std::string id = "msg_" + random_alnum(24);
     if (r.stream) {
         MessagesEncoder encoder(r, std::move(id), plan);
@@ -468,7 +472,7 @@ net::awaitable<void> handle_messages(Request& req, Conn& conn, const Options& op
         write_usage(w, r.key.tokens, choices.front().total_tokens());
         w.EndObject();
     };
-    co_await send_generated(conn, req.knobs, choices, render, kErrors, kFraming);
+    co_await send_generated(conn, req, choices, render, kErrors, kFraming);
 }
 
 std::string models_body(const Options& options) {

@@ -312,14 +312,23 @@ net::awaitable<void> handle_completion(Request& req, Conn& conn, const Options& 
         c.out = lr.format ? format_output(*lr.format, budget)
                           : generate(lr.prompts[i].key.hash, 0, budget, lr.stop);
     }
+    std::vector<const PromptKey*> keys;
+    for (const LlamaPrompt& p : lr.prompts) {
+        keys.push_back(&p.key);
+    }
+    const std::unique_ptr<Generation> gen = co_await admit(conn, req, keys, choices);
+    if (!gen) {
+        co_return;
+    }
+    ctx.times.received = gen->started();
     if (lr.stream) {
         LlamaEncoder encoder(ctx);
         co_await run_stream(conn, req, choices, encoder, kErrors, kFraming);
         co_return;
     }
     auto render = [&](std::string& body) {
-        // Without stream events, the first token is as late as the TTFT knob says.
-        ctx.times.first = req.received + std::chrono::milliseconds(req.knobs.ttft_ms);
+        // Without stream events, the first token is as late as the TTFT knob and the prefill say.
+        ctx.times.first = gen->first_token_at();
         JsonWriter w(body);
         if (lr.batch) {
             w.StartArray();
@@ -331,7 +340,7 @@ net::awaitable<void> handle_completion(Request& req, Conn& conn, const Options& 
             w.EndArray();
         }
     };
-    co_await send_generated(conn, req.knobs, choices, render, kErrors, kFraming);
+    co_await send_generated(conn, req, choices, render, kErrors, kFraming);
 }
 
 }  // namespace

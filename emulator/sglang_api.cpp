@@ -245,6 +245,14 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
                                           : prompts[i].rid;
         }
     }
+    std::vector<const PromptKey*> keys;
+    for (const Prompt& p : prompts) {
+        keys.push_back(&p.key);
+    }
+    const std::unique_ptr<Generation> gen = co_await admit(conn, req, keys, choices);
+    if (!gen) {
+        co_return;
+    }
     if (stream) {
         NativeEncoder encoder(req, batch, prompts, params);
         co_await run_stream(conn, req, choices, encoder, kNativeErrors);
@@ -263,7 +271,7 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
     if (batch) {
         w.EndArray();
     }
-    co_await send_generated(conn, req.knobs, choices, body, kNativeErrors);
+    co_await send_generated(conn, req, choices, body, kNativeErrors);
 }
 
 std::string models_body(const Options& options) {

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 
+#include "emulator/replica.hpp"
+
 namespace infergate::emulator {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kFaultMessage = "emulated fault (X-Emulator-Fault)";
 
@@ -58,6 +62,20 @@ net::awaitable<bool> send_tail(Conn& conn, std::vector<std::string_view> events,
         }
     }
     co_return co_await conn.finish_stream(events.back());
+}
+
+// The request's waits: on its generation when admitted, else the connection's timer.
+net::awaitable<void> pause(Conn& conn, const Request& req, Clock::duration d) {
+    if (req.gen != nullptr) {
+        co_await req.gen->sleep(conn, d);
+    } else {
+        co_await conn.sleep_for(d);
+    }
+}
+
+Clock::duration first_token_delay(const Request& req) {
+    return req.gen != nullptr ? req.gen->first_token_delay()
+                              : std::chrono::milliseconds(req.knobs.ttft_ms);
 }
 
 }  // namespace
@@ -134,11 +152,11 @@ net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<Choi
         return std::all_of(choices.begin(), choices.end(),
                            [](const ChoiceState& c) { return c.finished; });
     };
-    co_await conn.sleep_ms(knobs.ttft_ms);
+    co_await pause(conn, req, first_token_delay(req));
     events.clear();
     for (bool first = true; !all_finished(); first = false) {
         if (!first) {
-            co_await conn.sleep_ms(knobs.itl_ms);
+            co_await pause(conn, req, std::chrono::milliseconds(knobs.itl_ms));
         }
         // One engine step: every unfinished choice advances by tokens_per_chunk tokens.
         events.clear();
@@ -190,23 +208,24 @@ net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<Choi
     }
 }
 
-net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
-                                    const std::vector<ChoiceState>& choices, std::string_view body,
+net::awaitable<void> send_generated(Conn& conn, const Request& req,
+                                    std::vector<ChoiceState>& choices, std::string_view body,
                                     const ErrorStyle& errors) {
     co_await send_generated(
-        conn, knobs, choices, [body](std::string& out) { out.assign(body); }, errors, kSseFraming);
+        conn, req, choices, [body](std::string& out) { out.assign(body); }, errors, kSseFraming);
 }
 
-net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
-                                    const std::vector<ChoiceState>& choices,
-                                    const BodyRenderer& render, const ErrorStyle& errors,
-                                    const Framing& framing) {
+net::awaitable<void> send_generated(Conn& conn, const Request& req,
+                                    std::vector<ChoiceState>& choices, const BodyRenderer& render,
+                                    const ErrorStyle& errors, const Framing& framing) {
+    const Knobs& knobs = req.knobs;
     int steps = 1;
     for (const ChoiceState& c : choices) {
         steps = std::max(steps, steps_for(c, knobs.tokens_per_chunk));
     }
-    co_await conn.sleep_ms(static_cast<std::int64_t>(knobs.ttft_ms) +
-                           static_cast<std::int64_t>(knobs.itl_ms) * (steps - 1));
+    co_await pause(conn, req,
+                   first_token_delay(req) +
+                       std::chrono::milliseconds(std::int64_t{knobs.itl_ms} * (steps - 1)));
     const FaultKind kind = knobs.fault.kind;
     if (kind == FaultKind::kErrorEvent) {
         // A non-stream answer has no events; the nearest equivalent is a 500 in the dialect's
