@@ -180,8 +180,10 @@ net::awaitable<void> handle_compat(Request& req, Conn& conn, const Options& opti
         co_return;
     }
     ctx.times.received = gen->started();
+    ctx.cache_report = options.replica.prefix_cache > 0;
     for (const ChoiceState& c : choices) {
         ctx.prompt_tokens += c.prompt_tokens;
+        ctx.cached_tokens += c.cached_tokens;
         ctx.completion_tokens += c.total_tokens();
     }
     if (oai.stream) {

@@ -209,7 +209,7 @@ void write_result(JsonWriter& w, const LlamaContext& ctx, const ChoiceState& c, 
     w.kv("stop_type", stop_type(o));
     w.kv("stopping_word", o.finish == Finish::kStopString ? o.matched_string : "");
     w.kv_int("tokens_cached", c.prompt_tokens + o.completion_tokens());
-    write_llamacpp_timings(w, ctx.times, c.prompt_tokens, o.completion_tokens());
+    write_llamacpp_timings(w, ctx.times, c.prompt_tokens, c.cached_tokens, o.completion_tokens());
     // Non-stream only (a stream sent them with each token), without a stop word's tokens.
     if (!streamed && ctx.lr.probs.n > 0 && llamacpp_listed_tokens(o) > 0) {
         write_probs(w, ctx.lr, o, 0, llamacpp_listed_tokens(o));

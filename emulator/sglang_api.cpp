@@ -81,7 +81,7 @@ void write_item(JsonWriter& w, const ChoiceState& c, int tokens, bool last, bool
                                    p.text_in_logprobs);
     }
     w.kv_int("completion_tokens", tokens);
-    w.kv_int("cached_tokens", 0);
+    w.kv_int("cached_tokens", c.cached_tokens);
     w.kv_null("cached_tokens_details");
     w.kv_null("dp_rank");
     if (last) {
@@ -310,7 +310,7 @@ std::string server_info_body(const Options& options) {
     w.kv_int("stream_interval", 1);
     w.kv_bool("incremental_streaming_output", false);
     w.kv_bool("skip_tokenizer_init", false);
-    w.kv_bool("enable_cache_report", false);
+    w.kv_bool("enable_cache_report", options.replica.prefix_cache > 0);
     w.kv_null("api_key");
     w.key("internal_states");
     w.StartArray();
