@@ -66,7 +66,8 @@ struct StopRules {
     std::optional<std::int64_t> seed;
 };
 
-enum class Finish { kLength, kEos, kStopString, kStopToken };
+// kAbort: stopped by SGLang's /abort_request (replica.hpp).
+enum class Finish { kLength, kEos, kStopString, kStopToken, kAbort };
 
 // One generated sequence. raw_text holds every decoded token; the final text is its prefix of
 // final_len bytes (a matched stop string is cut off there).

@@ -83,6 +83,45 @@ void Replica::leave_queue(const Ticket& t) {
     std::erase_if(queue_, [&t](const std::shared_ptr<Ticket>& q) { return q.get() == &t; });
 }
 
+void Replica::enlist(const std::shared_ptr<Ticket>& t) {
+    const std::lock_guard lock(mutex_);
+    listed_.push_back(t);
+}
+
+void Replica::delist(const Ticket& t) {
+    const std::lock_guard lock(mutex_);
+    std::erase_if(listed_, [&t](const std::shared_ptr<Ticket>& l) { return l.get() == &t; });
+}
+
+bool Replica::abort(std::string_view rid, bool all) {
+    auto has = [](const Ticket& t, auto&& match) {
+        return std::any_of(t.rids.begin(), t.rids.end(), match);
+    };
+    std::vector<std::shared_ptr<Ticket>> stopped;
+    {
+        const std::lock_guard lock(mutex_);
+        const bool found =
+            all ? !listed_.empty() : std::any_of(listed_.begin(), listed_.end(), [&](auto& t) {
+                return has(*t, [rid](const std::string& r) { return r == rid; });
+            });
+        if (!found) {
+            return false;
+        }
+        for (const std::shared_ptr<Ticket>& t : listed_) {
+            if (all || has(*t, [rid](const std::string& r) { return r.starts_with(rid); })) {
+                t->aborted = true;
+                stopped.push_back(t);
+            }
+        }
+        // Queued ones leave the queue at once, as the scheduler pops its waiting queue.
+        std::erase_if(queue_, [](const std::shared_ptr<Ticket>& q) { return q->aborted.load(); });
+    }
+    for (const std::shared_ptr<Ticket>& t : stopped) {
+        t->wake();
+    }
+    return true;
+}
+
 Generation::Generation(Request& req)
     : req_(req),
       replica_(req.replica),
@@ -98,6 +137,9 @@ Generation::~Generation() {
     }
     if (holds_slot_) {
         replica_->release();
+    }
+    if (listed_) {
+        replica_->delist(*ticket_);
     }
     if (replica_->options().logs_generations()) {
         replica_->log("gen " + std::string(req_.path.substr(0, 300)) + " prompt=" +
@@ -115,6 +157,9 @@ net::awaitable<void> Generation::sleep(Conn& conn, Clock::duration d) {
         co_await conn.sleep_for(d);
         co_return;
     }
+    if (ticket_->aborted) {
+        co_return;
+    }
     ticket_->timer.expires_after(d);
     co_await ticket_->timer.async_wait(kNoThrow);
 }
@@ -126,10 +171,11 @@ net::awaitable<bool> Generation::wait_for_slot(Conn& conn) {
         holds_slot_ = true;
         co_return true;
     }
+    ran_ = false;
     const Clock::time_point since = Clock::now();
     bool watch = true;  // for the client's EOF, until it pipelines a next request
     bool left = false;
-    while (!t.granted && !left) {
+    while (!t.granted && !t.aborted && !left) {
         t.timer.expires_at(Clock::time_point::max());
         if (!watch) {
             co_await t.timer.async_wait(kNoThrow);
@@ -146,6 +192,7 @@ net::awaitable<bool> Generation::wait_for_slot(Conn& conn) {
         replica_->leave_queue(t);
     }
     holds_slot_ = t.granted;
+    ran_ = holds_slot_;
     queued_ = Clock::now() - since;
     started_ = Clock::now();
     co_return !left;
@@ -153,7 +200,7 @@ net::awaitable<bool> Generation::wait_for_slot(Conn& conn) {
 
 void Generation::look_up(const std::vector<const PromptKey*>& prompts,
                          std::vector<ChoiceState>& choices) {
-    PrefixCache* cache = replica_ != nullptr ? replica_->cache() : nullptr;
+    PrefixCache* cache = replica_ != nullptr && ran_ ? replica_->cache() : nullptr;
     const std::size_t per_prompt = std::max<std::size_t>(1, choices.size() / prompts.size());
     int uncached = 0;
     for (std::size_t i = 0; i < prompts.size(); ++i) {
@@ -174,15 +221,21 @@ void Generation::look_up(const std::vector<const PromptKey*>& prompts,
 
 net::awaitable<std::unique_ptr<Generation>> admit(Conn& conn, Request& req,
                                                   const std::vector<const PromptKey*>& prompts,
-                                                  std::vector<ChoiceState>& choices) {
+                                                  std::vector<ChoiceState>& choices,
+                                                  std::vector<std::string> rids) {
     auto gen = std::make_unique<Generation>(req);
     for (const PromptKey* p : prompts) {
         gen->prompt_tokens_ += p->tokens;
     }
     Replica* replica = req.replica;
     const bool queues = replica != nullptr && replica->options().max_running > 0;
-    if (queues) {
+    if (replica != nullptr && (queues || !rids.empty())) {
         gen->ticket_ = std::make_shared<Ticket>(conn.socket().get_executor());
+        gen->ticket_->rids = std::move(rids);
+        if (!gen->ticket_->rids.empty()) {
+            replica->enlist(gen->ticket_);
+            gen->listed_ = true;
+        }
     }
     if (queues && !co_await gen->wait_for_slot(conn)) {
         conn.reset();  // the client left while its request waited

@@ -35,7 +35,7 @@ struct Request {
     // Per-connection scratch for stream events, reused across requests (set by the session).
     EventList* events = nullptr;
     // The process as an engine replica (set by the session), and this request's generation
-    // once admitted (replica.hpp): its prefill time, its queueing.
+    // once admitted (replica.hpp): its prefill time, its queueing, its abort.
     Replica* replica = nullptr;
     Generation* gen = nullptr;
 };
@@ -126,7 +126,7 @@ net::awaitable<bool> apply_early_fault(Conn& conn, const Knobs& knobs, bool stre
                                        const Framing& framing = kSseFraming);
 
 // Streams `choices` through `encoder`, paced by req.knobs (and req.gen's first-token delay), with
-// mid-stream faults.
+// mid-stream faults; an aborted generation's choices end at the next step (Finish::kAbort).
 net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<ChoiceState>& choices,
                                 EventEncoder& encoder, const ErrorStyle& errors,
                                 const Framing& framing = kSseFraming);
@@ -138,7 +138,8 @@ net::awaitable<void> send_generated(Conn& conn, const Request& req,
                                     std::vector<ChoiceState>& choices, std::string_view body,
                                     const ErrorStyle& errors);
 // The same, rendering the body only after the generation time has passed, so that bodies which
-// report timings (Ollama durations, llama.cpp timings, TGI headers) report real ones.
+// report timings (Ollama durations, llama.cpp timings, TGI headers) report real ones, and an
+// aborted generation (replica.hpp) shows the choices cut where the abort found them.
 using BodyRenderer = std::function<void(std::string& body)>;
 net::awaitable<void> send_generated(Conn& conn, const Request& req,
                                     std::vector<ChoiceState>& choices, const BodyRenderer& render,
