@@ -78,19 +78,16 @@ void write_end_times(JsonWriter& w, const Request& req, bool with_sent_ts,
 // no text, a meta_info of its own.
 void write_queued_abort(JsonWriter& w, const ChoiceState& c, bool batch, const Request& req,
                         bool with_sent_ts) {
+    constexpr std::string_view kFinish = R"({"type":"abort","message":"Abort in waiting queue"})";
     w.StartObject();
     w.kv("text", "");
     w.key("output_ids");
-    w.StartArray();
-    w.EndArray();
+    w.RawValue("[]", 2, rapidjson::kArrayType);
     w.key("meta_info");
     w.StartObject();
     w.kv("id", c.id);
     w.key("finish_reason");
-    w.StartObject();
-    w.kv("type", "abort");
-    w.kv("message", "Abort in waiting queue");
-    w.EndObject();
+    w.RawValue(kFinish.data(), kFinish.size(), rapidjson::kObjectType);
     w.kv("weight_version", "default");
     write_end_times(w, req, with_sent_ts, [&w] { w.kv_int("completion_tokens", 0); });
     w.EndObject();
