@@ -54,7 +54,7 @@ the process as one engine replica (docs/emulator.md, "Prefix cache, prefill and 
                            unlimited)
   --help                   this text
 
-per-request headers (override the options above):
+per-request headers (override the options above but the replica's):
   X-Emulator-TTFT-Ms, X-Emulator-ITL-Ms, X-Emulator-Tokens-Per-Chunk, X-Emulator-Eos-After
   (a number, or "none"), X-Emulator-Fault (a MODE), X-Emulator-Fault-After,
   X-Emulator-Legacy-Delimiter (newline | nul), X-Emulator-Json-Style, X-Emulator-Json-Escape,
