@@ -184,12 +184,14 @@ void write_stop_sequence(JsonWriter& w, const Output& o) {
     }
 }
 
-void write_usage(JsonWriter& w, int input, int output) {
+// input_tokens are the prompt's tokens after the last cache hit: the prefix cache's `cached`
+// tokens are read from the cache instead (total = input + creation + read).
+void write_usage(JsonWriter& w, int prompt, int cached, int output) {
     w.key("usage");
     w.StartObject();
-    w.kv_int("input_tokens", input);
+    w.kv_int("input_tokens", prompt - cached);
     w.kv_int("cache_creation_input_tokens", 0);
-    w.kv_int("cache_read_input_tokens", 0);
+    w.kv_int("cache_read_input_tokens", cached);
     w.kv_int("output_tokens", output);
     w.kv("service_tier", "standard");
     w.EndObject();
@@ -202,7 +204,7 @@ class MessagesEncoder final : public EventEncoder {
 public:
     MessagesEncoder(const MessagesRequest& r, std::string id, const ChatPlan& plan)
         : r_(r), id_(std::move(id)), holdback_(stop_holdback(r.stop)), plan_(plan) {}
-    void on_start(std::vector<ChoiceState>&, EventList& out) override {
+    void on_start(std::vector<ChoiceState>& choices, EventList& out) override {
         std::string& start = begin(out, "message_start");
         JsonWriter w(start);
         w.StartObject();
@@ -218,7 +220,7 @@ public:
         w.kv("model", r_.model);
         w.kv_null("stop_reason");
         w.kv_null("stop_sequence");
-        write_usage(w, r_.key.tokens, 1);
+        write_usage(w, r_.key.tokens, choices.front().cached_tokens, 1);
         w.EndObject();
         w.EndObject();
         start += "\n\n";
@@ -424,6 +426,10 @@ net::awaitable<void> handle_messages(Request& req, Conn& conn, const Options& op
     if (plan.any()) {
         apply_plan(plan, choices, r.max_tokens);
     }
+    const std::unique_ptr<Generation> gen = co_await admit(conn, req, r.key, choices);
+    if (!gen) {
+        co_return;
+    }
     std::string id = "msg_" + random_alnum(24);
     if (r.stream) {
         MessagesEncoder encoder(r, std::move(id), plan);
@@ -465,10 +471,10 @@ net::awaitable<void> handle_messages(Request& req, Conn& conn, const Options& op
         w.EndArray();
         w.kv("stop_reason", plan.calls.empty() ? stop_reason(o) : "tool_use");
         write_stop_sequence(w, o);
-        write_usage(w, r.key.tokens, choices.front().total_tokens());
+        write_usage(w, r.key.tokens, choices.front().cached_tokens, choices.front().total_tokens());
         w.EndObject();
     };
-    co_await send_generated(conn, req.knobs, choices, render, kErrors, kFraming);
+    co_await send_generated(conn, req, choices, render, kErrors, kFraming);
 }
 
 std::string models_body(const Options& options) {

@@ -10,6 +10,7 @@
 #include "emulator/chat_extras.hpp"
 #include "emulator/openai_request.hpp"
 #include "emulator/options.hpp"
+#include "emulator/replica.hpp"
 #include "emulator/stream.hpp"
 
 namespace infergate::emulator {

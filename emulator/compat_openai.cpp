@@ -175,8 +175,15 @@ net::awaitable<void> handle_compat(Request& req, Conn& conn, const Options& opti
         .logprobs = tgi ? oai.logprobs.has_value() : probs.n > 0,
         .plan = &plan,
         .tool_id = tgi && !plan.calls.empty() ? tgi_tool_call_id(doc) : std::string()};
+    const std::unique_ptr<Generation> gen = co_await admit(conn, req, oai.prompts, choices);
+    if (!gen) {
+        co_return;
+    }
+    ctx.times.received = gen->started();
+    ctx.cache_report = options.replica.prefix_cache > 0;
     for (const ChoiceState& c : choices) {
         ctx.prompt_tokens += c.prompt_tokens;
+        ctx.cached_tokens += c.cached_tokens;
         ctx.completion_tokens += c.total_tokens();
     }
     if (oai.stream) {
@@ -185,10 +192,10 @@ net::awaitable<void> handle_compat(Request& req, Conn& conn, const Options& opti
         co_return;
     }
     auto render = [&](std::string& body) {
-        ctx.times.first = req.received + std::chrono::milliseconds(req.knobs.ttft_ms);
+        ctx.times.first = gen->first_token_at();
         render_response(ctx, choices, body);
     };
-    co_await send_generated(conn, req.knobs, choices, render, errors, framing);
+    co_await send_generated(conn, req, choices, render, errors, framing);
 }
 
 }  // namespace

@@ -21,7 +21,11 @@ struct CompatContext {
     std::string id;
     std::int64_t created = 0;
     int prompt_tokens = 0;
+    int cached_tokens = 0;  // of prompt_tokens, from the prefix cache
     int completion_tokens = 0;
+    // --prefix-cache: llama.cpp's usage has prompt_tokens_details (as llama-server builds since
+    // late 2025 write it, always); TGI reports no cached tokens.
+    bool cache_report = false;
     LlamaTimes times;
     // TGI chat: `logprobs` (probs.n = top_logprobs); llama.cpp: n_probs > 0.
     LlamaProbs probs;

@@ -41,7 +41,7 @@ std::string_view tgi_reason(const Output& o, bool openai) {
                                              : "eos_token";
 }
 
-void write_usage(JsonWriter& w, const CompatContext& ctx, int prompt, int completion) {
+void write_usage(JsonWriter& w, const CompatContext& ctx, int prompt, int cached, int completion) {
     w.key("usage");
     w.StartObject();
     if (ctx.tgi) {
@@ -52,6 +52,9 @@ void write_usage(JsonWriter& w, const CompatContext& ctx, int prompt, int comple
         w.kv_int("prompt_tokens", prompt);
     }
     w.kv_int("total_tokens", prompt + completion);
+    if (ctx.cache_report && !ctx.tgi) {
+        write_cached_details(w, cached);
+    }
     w.EndObject();
 }
 
@@ -371,9 +374,10 @@ void CompatEncoder::on_end(std::vector<ChoiceState>& choices, EventList& out) {
     if (!ctx_.tgi) {
         llama_tail(w, ctx_, true);
     }
-    write_usage(w, ctx_, ctx_.prompt_tokens, ctx_.completion_tokens);
+    write_usage(w, ctx_, ctx_.prompt_tokens, ctx_.cached_tokens, ctx_.completion_tokens);
     if (!ctx_.tgi) {
-        write_llamacpp_timings(w, ctx_.times, ctx_.prompt_tokens, ctx_.completion_tokens);
+        write_llamacpp_timings(w, ctx_.times, ctx_.prompt_tokens, ctx_.cached_tokens,
+                               ctx_.completion_tokens);
     }
     w.EndObject();
     event += "\n\n";
@@ -402,12 +406,12 @@ void CompatEncoder::chunk(EventList& out, const ChoiceState& c, std::string_view
         llama_tail(w, ctx_, true);
     }
     if (usage) {  // per prompt (TGI completions) / per request (llama.cpp completions)
-        write_usage(w, ctx_, c.prompt_tokens, c.out.completion_tokens());
+        write_usage(w, ctx_, c.prompt_tokens, c.cached_tokens, c.out.completion_tokens());
     } else if (ctx_.tgi) {
         w.kv_null("usage");
     }
     if (timings != nullptr) {
-        write_llamacpp_timings(w, ctx_.times, c.prompt_tokens, c.total_tokens());
+        write_llamacpp_timings(w, ctx_.times, c.prompt_tokens, c.cached_tokens, c.total_tokens());
     }
     w.EndObject();
     event += "\n\n";
@@ -440,9 +444,10 @@ void render_response(const CompatContext& ctx, const std::vector<ChoiceState>& c
     if (!ctx.tgi) {
         llama_tail(w, ctx, false);
     }
-    write_usage(w, ctx, ctx.prompt_tokens, ctx.completion_tokens);
+    write_usage(w, ctx, ctx.prompt_tokens, ctx.cached_tokens, ctx.completion_tokens);
     if (!ctx.tgi) {
-        write_llamacpp_timings(w, ctx.times, ctx.prompt_tokens, ctx.completion_tokens);
+        write_llamacpp_timings(w, ctx.times, ctx.prompt_tokens, ctx.cached_tokens,
+                               ctx.completion_tokens);
     }
     w.EndObject();
 }

@@ -33,6 +33,30 @@ bool is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
+// Token keys of what is not a word: the chat template's framing, token ids, an empty prompt.
+constexpr std::uint64_t kImStartKey = 0x696d5f7374617274ULL;  // "im_start"
+constexpr std::uint64_t kImEndKey = 0x696d5f656e64ULL;        // "im_end"
+constexpr std::uint64_t kNewlineKey = 0x0aULL;
+constexpr std::uint64_t kEmptyPromptKey = 0x656d707479ULL;   // "empty"
+constexpr std::uint64_t kIdKeySalt = 0x746f6b656e5f6964ULL;  // "token_id"
+
+// Appends one key per whitespace-separated word of `text` (the word's bytes hashed).
+void append_word_keys(std::string_view text, std::vector<std::uint64_t>& keys) {
+    std::size_t i = 0;
+    while (i < text.size()) {
+        while (i < text.size() && is_space(text[i])) {
+            ++i;
+        }
+        const std::size_t start = i;
+        while (i < text.size() && !is_space(text[i])) {
+            ++i;
+        }
+        if (i > start) {
+            keys.push_back(fnv1a(kFnvOffset, text.substr(start, i - start)));
+        }
+    }
+}
+
 int word_index(std::uint64_t prompt_hash, int choice, int k, std::uint64_t seed_mix) {
     std::uint64_t h = splitmix64(prompt_hash ^ seed_mix);
     h = splitmix64(h ^ (static_cast<std::uint64_t>(choice) << 32 | static_cast<std::uint32_t>(k)));
@@ -85,30 +109,59 @@ int count_words(std::string_view text) {
 }
 
 PromptKey prompt_from_text(std::string_view text) {
-    return {fnv1a(kFnvOffset, text), std::max(1, count_words(text))};
+    PromptKey key{fnv1a(kFnvOffset, text), 0, {}};
+    append_word_keys(text, key.token_keys);
+    if (key.token_keys.empty()) {
+        key.token_keys.push_back(kEmptyPromptKey);  // counted as one token
+    }
+    key.tokens = static_cast<int>(key.token_keys.size());
+    return key;
 }
 
 PromptKey prompt_from_ids(std::span<const std::int64_t> ids) {
+    PromptKey key;
     std::uint64_t h = kFnvOffset ^ 0x1d5;  // never equal to a text prompt's hash by construction
+    key.token_keys.reserve(ids.size());
     for (std::int64_t id : ids) {
         h = splitmix64(h ^ static_cast<std::uint64_t>(id));
+        key.token_keys.push_back(splitmix64(static_cast<std::uint64_t>(id) ^ kIdKeySalt));
     }
-    return {h, static_cast<int>(ids.size())};
+    key.hash = h;
+    key.tokens = static_cast<int>(ids.size());
+    return key;
+}
+
+void ChatPromptBuilder::close_message() {
+    if (open_) {
+        keys_.push_back(kImEndKey);
+        open_ = false;
+    }
 }
 
 void ChatPromptBuilder::add_message(std::string_view role) {
     hash_ = fnv1a(hash_, role);
     hash_ = (hash_ ^ 0xff) * kFnvPrime;  // separator: role "ab"+"c" differs from "a"+"bc"
     tokens_ += 4;
+    close_message();
+    keys_.push_back(kImStartKey);
+    keys_.push_back(fnv1a(kFnvOffset, role));  // one token, even when empty
+    keys_.push_back(kNewlineKey);
+    open_ = true;
 }
 
 void ChatPromptBuilder::add_content(std::string_view text) {
     hash_ = fnv1a(hash_, text);
     hash_ = (hash_ ^ 0xfe) * kFnvPrime;
     tokens_ += count_words(text);
+    append_word_keys(text, keys_);
 }
 
-PromptKey ChatPromptBuilder::finish() const { return {hash_, tokens_}; }
+PromptKey ChatPromptBuilder::finish() {
+    close_message();
+    keys_.push_back(kImStartKey);
+    keys_.push_back(fnv1a(kFnvOffset, "assistant"));
+    return {hash_, tokens_, std::move(keys_)};
+}
 
 Output generate(std::uint64_t prompt_hash, int choice, int budget, const StopRules& rules) {
     Output out;

@@ -19,10 +19,14 @@ inline constexpr std::int64_t kTokenIdBase = 100;
 
 std::span<const std::string_view> vocabulary();
 
-// Identity of one prompt: a hash that seeds generation and its token count for usage.
+// Identity of one prompt: a hash that seeds generation, its token count for usage, and one key
+// per token (`tokens` of them, a word's key the same wherever it occurs) that the simulated prefix
+// cache (prefix_cache.hpp) reads the prompt's token sequence from. Embeddings (SGLang
+// input_embeds) have no keys: the cache never serves them.
 struct PromptKey {
     std::uint64_t hash = 0;
     int tokens = 0;
+    std::vector<std::uint64_t> token_keys;
 };
 
 int count_words(std::string_view text);
@@ -33,17 +37,24 @@ PromptKey prompt_from_text(std::string_view text);
 PromptKey prompt_from_ids(std::span<const std::int64_t> ids);
 
 // Chat prompt: sum over messages of (words in content + 4) + 2, mimicking a chat template's
-// per-message framing and the generation prompt.
+// per-message framing and the generation prompt. Its token keys are the template's tokens in
+// order (ChatPromptTokens' in logprobs.hpp): per message <|im_start|>, the role, "\n", the
+// content's words, <|im_end|>; then <|im_start|>, "assistant". Two chats that open with the same
+// messages so share a token prefix.
 class ChatPromptBuilder {
 public:
     void add_message(std::string_view role);
     // Content may arrive in several text parts; each adds its words.
     void add_content(std::string_view text);
-    PromptKey finish() const;
+    PromptKey finish();
 
 private:
+    void close_message();
+
     std::uint64_t hash_ = 1469598103934665603ULL;
     int tokens_ = 2;
+    std::vector<std::uint64_t> keys_;
+    bool open_ = false;
 };
 
 struct StopRules {
@@ -55,7 +66,8 @@ struct StopRules {
     std::optional<std::int64_t> seed;
 };
 
-enum class Finish { kLength, kEos, kStopString, kStopToken };
+// kAbort: stopped by SGLang's /abort_request (replica.hpp).
+enum class Finish { kLength, kEos, kStopString, kStopToken, kAbort };
 
 // One generated sequence. raw_text holds every decoded token; the final text is its prefix of
 // final_len bytes (a matched stop string is cut off there).

@@ -326,10 +326,14 @@ net::awaitable<void> Conn::drain_and_close() {
 }
 
 net::awaitable<void> Conn::sleep_ms(std::int64_t ms) {
-    if (ms <= 0) {
+    co_await sleep_for(std::chrono::milliseconds(ms));
+}
+
+net::awaitable<void> Conn::sleep_for(std::chrono::steady_clock::duration d) {
+    if (d <= std::chrono::steady_clock::duration::zero()) {
         co_return;
     }
-    timer_.expires_after(std::chrono::milliseconds(ms));
+    timer_.expires_after(d);
     co_await timer_.async_wait(kNoThrow);
 }
 

@@ -6,6 +6,7 @@
 // A Conn belongs to one session coroutine on one io_context; it is never shared across threads.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -76,6 +77,7 @@ public:
     net::awaitable<void> drain_and_close();
 
     net::awaitable<void> sleep_ms(std::int64_t ms);
+    net::awaitable<void> sleep_for(std::chrono::steady_clock::duration d);
 
 private:
     void append_head(int status);

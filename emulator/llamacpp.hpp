@@ -25,12 +25,15 @@ void render_llamacpp_error(int status, std::string_view message, std::string& bo
 std::string_view llamacpp_error_type(int status);
 const ErrorStyle& llamacpp_errors();
 
-// "timings": prompt_n / prompt_ms / predicted_n / predicted_ms and the derived rates, from the
-// request's arrival, the first token and now.
+// "timings": cache_n / prompt_n / prompt_ms / predicted_n / predicted_ms and the derived rates,
+// from when the slot took the request (its arrival, unless it queued), the first token and now.
+// Of `prompt` tokens, `cached` came from the prefix cache (cache_n); the rest were evaluated
+// (prompt_n).
 struct LlamaTimes {
     std::chrono::steady_clock::time_point received, first;
 };
-void write_llamacpp_timings(JsonWriter& w, const LlamaTimes& t, int prompt_n, int predicted_n);
+void write_llamacpp_timings(JsonWriter& w, const LlamaTimes& t, int prompt, int cached,
+                            int predicted_n);
 
 // Token probabilities a request asks for (c392e509's params_from_json): `n_probs`, with
 // `logprobs` as its alias while n_probs is 0; on the chat route `logprobs: true` sets n_probs to

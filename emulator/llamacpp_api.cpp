@@ -209,7 +209,7 @@ void write_result(JsonWriter& w, const LlamaContext& ctx, const ChoiceState& c, 
     w.kv("stop_type", stop_type(o));
     w.kv("stopping_word", o.finish == Finish::kStopString ? o.matched_string : "");
     w.kv_int("tokens_cached", c.prompt_tokens + o.completion_tokens());
-    write_llamacpp_timings(w, ctx.times, c.prompt_tokens, o.completion_tokens());
+    write_llamacpp_timings(w, ctx.times, c.prompt_tokens, c.cached_tokens, o.completion_tokens());
     // Non-stream only (a stream sent them with each token), without a stop word's tokens.
     if (!streamed && ctx.lr.probs.n > 0 && llamacpp_listed_tokens(o) > 0) {
         write_probs(w, ctx.lr, o, 0, llamacpp_listed_tokens(o));
@@ -312,14 +312,23 @@ net::awaitable<void> handle_completion(Request& req, Conn& conn, const Options& 
         c.out = lr.format ? format_output(*lr.format, budget)
                           : generate(lr.prompts[i].key.hash, 0, budget, lr.stop);
     }
+    std::vector<const PromptKey*> keys;
+    for (const LlamaPrompt& p : lr.prompts) {
+        keys.push_back(&p.key);
+    }
+    const std::unique_ptr<Generation> gen = co_await admit(conn, req, keys, choices);
+    if (!gen) {
+        co_return;
+    }
+    ctx.times.received = gen->started();
     if (lr.stream) {
         LlamaEncoder encoder(ctx);
         co_await run_stream(conn, req, choices, encoder, kErrors, kFraming);
         co_return;
     }
     auto render = [&](std::string& body) {
-        // Without stream events, the first token is as late as the TTFT knob says.
-        ctx.times.first = req.received + std::chrono::milliseconds(req.knobs.ttft_ms);
+        // Without stream events, the first token is as late as the TTFT knob and the prefill say.
+        ctx.times.first = gen->first_token_at();
         JsonWriter w(body);
         if (lr.batch) {
             w.StartArray();
@@ -331,7 +340,7 @@ net::awaitable<void> handle_completion(Request& req, Conn& conn, const Options& 
             w.EndArray();
         }
     };
-    co_await send_generated(conn, req.knobs, choices, render, kErrors, kFraming);
+    co_await send_generated(conn, req, choices, render, kErrors, kFraming);
 }
 
 }  // namespace

@@ -91,7 +91,9 @@ void render_llamacpp_error(int status, std::string_view message, std::string& bo
     w.EndObject();
 }
 
-void write_llamacpp_timings(JsonWriter& w, const LlamaTimes& t, int prompt_n, int predicted_n) {
+void write_llamacpp_timings(JsonWriter& w, const LlamaTimes& t, int prompt, int cached,
+                            int predicted_n) {
+    const int prompt_n = prompt - cached;
     const double prompt_ms =
         std::chrono::duration<double, std::milli>(t.first - t.received).count();
     const double predicted_ms =
@@ -99,7 +101,7 @@ void write_llamacpp_timings(JsonWriter& w, const LlamaTimes& t, int prompt_n, in
     auto rate = [](double ms, int n) { return ms > 0 ? 1000.0 * n / ms : 0.0; };
     w.key("timings");
     w.StartObject();
-    w.kv_int("cache_n", 0);
+    w.kv_int("cache_n", cached);
     w.kv_int("prompt_n", prompt_n);
     w.key("prompt_ms");
     w.Double(prompt_ms);

@@ -290,7 +290,6 @@ net::awaitable<void> handle_ollama_generation(Request& req, Conn& conn, const Op
         co_await conn.send(200, kGoJson, body);
         co_return;
     }
-    const Clock::time_point started = Clock::now();
     r.stop.eos_after = req.knobs.eos_after;
     std::vector<ChoiceState> choices = generate_choices({r.key}, 1, r.budget, r.stop);
     ChatPlan plan;
@@ -306,6 +305,13 @@ net::awaitable<void> handle_ollama_generation(Request& req, Conn& conn, const Op
         apply_format(*r.format, choices, r.budget);
         r.logprobs = false;
     }
+    // Ollama reports no cached prompt tokens; a queue wait shows as load_duration, as the wait
+    // for its scheduler's runner does.
+    const std::unique_ptr<Generation> gen = co_await admit(conn, req, r.key, choices);
+    if (!gen) {
+        co_return;
+    }
+    const Clock::time_point started = Clock::now();
     if (r.stream) {
         OllamaEncoder encoder(r, req, started, plan);
         co_await run_stream(conn, req, choices, encoder, kErrors, kFraming);
@@ -316,8 +322,9 @@ net::awaitable<void> handle_ollama_generation(Request& req, Conn& conn, const Op
         Timings t;
         t.load = nanos_between(req.received, started);
         t.total = nanos_between(req.received, now);
-        t.prompt_eval = std::min<std::int64_t>(std::int64_t{req.knobs.ttft_ms} * 1000000,
-                                               t.total - t.load);
+        t.prompt_eval = std::min<std::int64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(gen->first_token_delay()).count(),
+            t.total - t.load);
         t.eval = std::max<std::int64_t>(t.total - t.load - t.prompt_eval, 0);
         const Output& o = choices.front().out;
         JsonWriter w(body);
@@ -332,7 +339,7 @@ net::awaitable<void> handle_ollama_generation(Request& req, Conn& conn, const Op
         write_done(w, r, choices.front(), t, true);
         w.EndObject();
     };
-    co_await send_generated(conn, req.knobs, choices, render, kErrors, kFraming);
+    co_await send_generated(conn, req, choices, render, kErrors, kFraming);
 }
 
 }  // namespace infergate::emulator

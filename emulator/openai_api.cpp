@@ -153,6 +153,10 @@ net::awaitable<void> handle_oai_generation(Request& req, Conn& conn, const Optio
         }
     }
     ctx.id = vllm ? (chat ? "chatcmpl-" : "cmpl-") + random_hex_id() : choices.front().id;
+    const std::unique_ptr<Generation> gen = co_await admit(conn, req, oai.prompts, choices);
+    if (!gen) {
+        co_return;
+    }
 
     if (!oai.stream) {
         std::string body;
@@ -162,7 +166,7 @@ net::awaitable<void> handle_oai_generation(Request& req, Conn& conn, const Optio
         } else {
             render_sglang_oai_response(ctx, choices, body);
         }
-        co_await send_generated(conn, req.knobs, choices, body, errors);
+        co_await send_generated(conn, req, choices, body, errors);
         co_return;
     }
     const std::unique_ptr<EventEncoder> encoder =

@@ -44,9 +44,17 @@ options:
   --style-seed N           seed of key shuffles, cut points and piece sizes (default 1)
   --threads N              io_contexts, one SO_REUSEPORT listener each (default 1)
   --quiet                  no per-request log lines on stderr
+
+the process as one engine replica (docs/emulator.md, "Prefix cache, prefill and queueing"):
+  --prefix-cache TOKENS    simulated prefix cache of TOKENS tokens, LRU (default 0 = off)
+  --prefix-block TOKENS    tokens per cache block (default 16)
+  --prefill-us-per-token N time to first token grows by N us per uncached prompt token
+                           (default 0)
+  --max-running N          generations running at once, the rest wait FIFO (default 0 =
+                           unlimited)
   --help                   this text
 
-per-request headers (override the options above):
+per-request headers (override the options above but the replica's):
   X-Emulator-TTFT-Ms, X-Emulator-ITL-Ms, X-Emulator-Tokens-Per-Chunk, X-Emulator-Eos-After
   (a number, or "none"), X-Emulator-Fault (a MODE), X-Emulator-Fault-After,
   X-Emulator-Legacy-Delimiter (newline | nul), X-Emulator-Json-Style, X-Emulator-Json-Escape,
@@ -135,7 +143,8 @@ Options parse_command_line(int argc, char** argv) {
             "--fault-after",      "--threads",      "--legacy-delimiter",
             "--json-style",       "--json-escape",  "--sse-style",
             "--ndjson-style",     "--split-writes", "--interim",
-            "--style-seed",       "--early-hints",
+            "--style-seed",       "--early-hints",  "--prefix-cache",
+            "--prefix-block",     "--max-running",  "--prefill-us-per-token",
         };
         std::string_view name = arg;
         std::string_view value;
@@ -199,6 +208,14 @@ Options parse_command_line(int argc, char** argv) {
             }
         } else if (name == "--threads") {
             want_int(1, options.threads);
+        } else if (name == "--prefix-cache") {
+            want_int(0, options.replica.prefix_cache);
+        } else if (name == "--prefix-block") {
+            want_int(1, options.replica.prefix_block);
+        } else if (name == "--prefill-us-per-token") {
+            want_int(0, options.replica.prefill_us_per_token);
+        } else if (name == "--max-running") {
+            want_int(0, options.replica.max_running);
         } else {
             bool known = false;
             std::string why;

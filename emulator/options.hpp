@@ -56,6 +56,18 @@ struct Knobs {
     std::optional<std::string> reasoning;
 };
 
+// The process as one engine replica (replica.hpp): its simulated prefix cache, prefill cost and
+// running slots. All off by default.
+struct ReplicaOptions {
+    int prefix_cache = 0;          // tokens the prefix cache holds; 0 = no cache
+    int prefix_block = 16;         // tokens per cache block
+    int prefill_us_per_token = 0;  // time to first token grows by this per uncached prompt token
+    int max_running = 0;           // generations running at once; 0 = unlimited
+
+    // Generations then log a `gen` line on stderr.
+    bool logs_generations() const { return prefix_cache > 0 || max_running > 0; }
+};
+
 struct Options {
     std::string host = "127.0.0.1";
     std::uint16_t port = 8000;
@@ -65,6 +77,7 @@ struct Options {
     int threads = 1;
     bool quiet = false;
     Knobs defaults;
+    ReplicaOptions replica;
 };
 
 // Parses argv. On --help prints usage and exits 0; on a bad option prints the reason and exits 2.

@@ -108,7 +108,7 @@ net::awaitable<void> route(Request& req, Conn& conn, const Options& options) {
     }
 }
 
-net::awaitable<void> run_session(tcp::socket socket, const Options& options) {
+net::awaitable<void> run_session(tcp::socket socket, const Options& options, Replica& replica) {
     boost::system::error_code ec;
     socket.set_option(tcp::no_delay(true), ec);
     Conn conn(std::move(socket));
@@ -131,6 +131,7 @@ net::awaitable<void> run_session(tcp::socket socket, const Options& options) {
             Request req;
             req.received = std::chrono::steady_clock::now();
             req.events = &events;
+            req.replica = &replica;
             req.method = msg.method();
             req.http = &msg;
             const std::string_view target(msg.target().data(), msg.target().size());
@@ -167,7 +168,8 @@ net::awaitable<void> run_session(tcp::socket socket, const Options& options) {
     }
 }
 
-net::awaitable<void> accept_loop(tcp::acceptor& acceptor, const Options& options) {
+net::awaitable<void> accept_loop(tcp::acceptor& acceptor, const Options& options,
+                                 Replica& replica) {
     net::steady_timer backoff(acceptor.get_executor());
     for (;;) {
         auto [ec, socket] = co_await acceptor.async_accept(kNoThrow);
@@ -180,14 +182,15 @@ net::awaitable<void> accept_loop(tcp::acceptor& acceptor, const Options& options
             co_await backoff.async_wait(kNoThrow);
             continue;
         }
-        net::co_spawn(acceptor.get_executor(), run_session(std::move(socket), options),
+        net::co_spawn(acceptor.get_executor(), run_session(std::move(socket), options, replica),
                       net::detached);
     }
 }
 
 }  // namespace
 
-Server::Server(Options options) : options_(std::move(options)) {
+Server::Server(Options options)
+    : options_(std::move(options)), replica_(std::make_unique<Replica>(options_)) {
     for (int i = 0; i < options_.threads; ++i) {
         contexts_.push_back(std::make_unique<net::io_context>(1));
     }
@@ -220,7 +223,8 @@ std::uint16_t Server::bind() {
 
 void Server::run() {
     for (std::size_t i = 0; i < contexts_.size(); ++i) {
-        net::co_spawn(*contexts_[i], accept_loop(*acceptors_[i], options_), net::detached);
+        net::co_spawn(*contexts_[i], accept_loop(*acceptors_[i], options_, *replica_),
+                      net::detached);
     }
     net::signal_set signals(*contexts_[0], SIGINT, SIGTERM);
     signals.async_wait([this](const boost::system::error_code& ec, int) {

@@ -12,6 +12,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "emulator/options.hpp"
+#include "emulator/replica.hpp"
 
 namespace infergate::emulator {
 
@@ -30,6 +31,7 @@ public:
 
 private:
     Options options_;
+    std::unique_ptr<Replica> replica_;  // shared by every context's sessions
     std::vector<std::unique_ptr<boost::asio::io_context>> contexts_;
     std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> acceptors_;
 };

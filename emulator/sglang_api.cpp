@@ -2,6 +2,7 @@
 // sampling_params, cumulative-text SSE with meta_info on every event, and the info routes.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 
 #include "emulator/api.hpp"
@@ -26,6 +27,12 @@ void write_finish(JsonWriter& w, const Output& o) {
     if (o.finish == Finish::kLength) {
         w.kv("type", "length");
         w.kv_int("length", o.budget);
+    } else if (o.finish == Finish::kAbort) {
+        // FINISH_ABORT().to_json(): a running request that /abort_request stopped.
+        w.kv("type", "abort");
+        w.kv("message", "Aborted");
+        w.kv_null("status_code");
+        w.kv_null("err_type");
     } else {
         w.kv("type", "stop");
         w.key("matched");
@@ -44,9 +51,59 @@ struct ItemLogprobs {
     const std::vector<PromptToken>* prompt = nullptr;
 };
 
+// A Python float (its repr), so 2.5e-05 looks like the real thing and not 0.000025.
+void write_py_float(JsonWriter& w, std::string_view key, double value) {
+    const std::string text = py_float(value);
+    w.key(key);
+    w.RawValue(text.data(), text.size(), rapidjson::kNumberType);
+}
+
+// meta_info's e2e_latency, and on a whole answer response_sent_to_client_ts after `between`
+// other keys.
+void write_end_times(JsonWriter& w, const Request& req, bool with_sent_ts,
+                     const std::function<void()>& between = {}) {
+    write_py_float(w, "e2e_latency", seconds_since(req.received));
+    if (between) {
+        between();
+    }
+    if (with_sent_ts) {
+        write_py_float(
+            w, "response_sent_to_client_ts",
+            std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                .count());
+    }
+}
+
+// What _handle_abort_req answers for a request /abort_request took out of the waiting queue:
+// no text, a meta_info of its own.
+void write_queued_abort(JsonWriter& w, const ChoiceState& c, bool batch, const Request& req,
+                        bool with_sent_ts) {
+    constexpr std::string_view kFinish = R"({"type":"abort","message":"Abort in waiting queue"})";
+    w.StartObject();
+    w.kv("text", "");
+    w.key("output_ids");
+    w.RawValue("[]", 2, rapidjson::kArrayType);
+    w.key("meta_info");
+    w.StartObject();
+    w.kv("id", c.id);
+    w.key("finish_reason");
+    w.RawValue(kFinish.data(), kFinish.size(), rapidjson::kObjectType);
+    w.kv("weight_version", "default");
+    write_end_times(w, req, with_sent_ts, [&w] { w.kv_int("completion_tokens", 0); });
+    w.EndObject();
+    if (batch) {
+        w.kv_int("index", c.index);
+    }
+    w.EndObject();
+}
+
 // One output dict: {"text","output_ids","meta_info"[, "index"]} after `tokens` tokens.
 void write_item(JsonWriter& w, const ChoiceState& c, int tokens, bool last, bool batch,
                 const Request& req, bool with_sent_ts, const ItemLogprobs& lp) {
+    if (req.gen != nullptr && req.gen->aborted_in_queue()) {
+        write_queued_abort(w, c, batch, req, with_sent_ts);
+        return;
+    }
     const Output& o = c.out;
     const std::size_t cum =
         last ? o.final_len : (tokens > 0 ? o.text_end[static_cast<std::size_t>(tokens - 1)] : 0);
@@ -81,21 +138,11 @@ void write_item(JsonWriter& w, const ChoiceState& c, int tokens, bool last, bool
                                    p.text_in_logprobs);
     }
     w.kv_int("completion_tokens", tokens);
-    w.kv_int("cached_tokens", 0);
+    w.kv_int("cached_tokens", c.cached_tokens);
     w.kv_null("cached_tokens_details");
     w.kv_null("dp_rank");
     if (last) {
-        // Python's float repr, so 2.5e-05 looks like the real thing and not 0.000025.
-        const std::string latency = py_float(seconds_since(req.received));
-        w.key("e2e_latency");
-        w.RawValue(latency.data(), latency.size(), rapidjson::kNumberType);
-        if (with_sent_ts) {
-            const std::string ts = py_float(
-                std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-                    .count());
-            w.key("response_sent_to_client_ts");
-            w.RawValue(ts.data(), ts.size(), rapidjson::kNumberType);
-        }
+        write_end_times(w, req, with_sent_ts);
     }
     w.EndObject();
     if (batch) {
@@ -172,6 +219,15 @@ public:
 
 const NativeErrors kNativeErrors;
 
+// A body that is not a JSON object: FastAPI's validation error, 400 in SGLang's flat shape.
+net::awaitable<void> send_not_an_object(Conn& conn, bool doc_ok) {
+    std::string body;
+    render_sglang_oai_error(
+        OaiError{400, doc_ok ? "Input should be a valid dictionary" : "JSON decode error", true},
+        body);
+    co_await conn.send(400, kJson, body);
+}
+
 net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& options) {
     rapidjson::Document doc;
     const bool doc_ok = parse_json(req.body, doc);
@@ -184,12 +240,7 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
         co_return;
     }
     if (!doc_ok || !doc.IsObject()) {
-        std::string body;
-        render_sglang_oai_error(
-            OaiError{400, doc_ok ? "Input should be a valid dictionary" : "JSON decode error",
-                     true},
-            body);
-        co_await conn.send(400, kJson, body);
+        co_await send_not_an_object(conn, doc_ok);
         co_return;
     }
     std::vector<Prompt> prompts;
@@ -245,25 +296,78 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
                                           : prompts[i].rid;
         }
     }
+    std::vector<const PromptKey*> keys;
+    std::vector<std::string> rids;  // what /abort_request may name: every item's rid
+    for (const Prompt& p : prompts) {
+        keys.push_back(&p.key);
+        if (!p.rid.empty()) {
+            rids.push_back(p.rid);
+        }
+    }
+    for (const ChoiceState& c : choices) {
+        rids.push_back(c.id);
+    }
+    const std::unique_ptr<Generation> gen =
+        co_await admit(conn, req, keys, choices, std::move(rids));
+    if (!gen) {
+        co_return;
+    }
     if (stream) {
         NativeEncoder encoder(req, batch, prompts, params);
         co_await run_stream(conn, req, choices, encoder, kNativeErrors);
         co_return;
     }
-    std::string body;
-    body.reserve(256 + choices.size() * 512);
-    JsonWriter w(body);
-    if (batch) {
-        w.StartArray();
+    auto render = [&](std::string& body) {
+        body.reserve(256 + choices.size() * 512);
+        JsonWriter w(body);
+        if (batch) {
+            w.StartArray();
+        }
+        for (const ChoiceState& c : choices) {
+            write_item(w, c, c.out.completion_tokens(), true, false, req, true,
+                       logprobs_of(c, prompts, params));
+        }
+        if (batch) {
+            w.EndArray();
+        }
+    };
+    co_await send_generated(conn, req, choices, render, kNativeErrors, kSseFraming);
+}
+
+// The rid as a log line shows it: one word (whitespace and control bytes as '?').
+std::string loggable(std::string_view rid) {
+    std::string out(rid.substr(0, 200));
+    for (char& ch : out) {
+        const auto u = static_cast<unsigned char>(ch);
+        if (u <= 0x20 || u == 0x7f) {
+            ch = '?';
+        }
     }
-    for (const ChoiceState& c : choices) {
-        write_item(w, c, c.out.completion_tokens(), true, false, req, true,
-                   logprobs_of(c, prompts, params));
+    return out;
+}
+
+// POST /abort_request: AbortReq {"rid": "...", "abort_all": false}. Stops the generations with
+// that rid (replica.hpp), logs `abort rid=<rid> found=<0|1>` (`abort all found=<0|1>`), and
+// answers Response(status_code=200): empty, whether or not it found one.
+net::awaitable<void> handle_abort(Request& req, Conn& conn) {
+    rapidjson::Document doc;
+    const bool doc_ok = parse_json(req.body, doc);
+    if (!doc_ok || !doc.IsObject()) {
+        co_await send_not_an_object(conn, doc_ok);
+        co_return;
     }
-    if (batch) {
-        w.EndArray();
+    std::string rid;  // None (or a list, which the tokenizer manager cannot look up) finds none
+    if (const Value* v = member(doc, "rid"); v != nullptr && v->IsString()) {
+        rid.assign(v->GetString(), v->GetStringLength());
     }
-    co_await send_generated(conn, req.knobs, choices, body, kNativeErrors);
+    bool all = false;
+    get_bool(doc, "abort_all", all);
+    const bool found = req.replica != nullptr && req.replica->abort(rid, all);
+    if (req.replica != nullptr) {
+        req.replica->log((all ? std::string("abort all") : "abort rid=" + loggable(rid)) +
+                         " found=" + (found ? "1" : "0"));
+    }
+    co_await conn.send(200, "", "");
 }
 
 std::string models_body(const Options& options) {
@@ -302,7 +406,7 @@ std::string server_info_body(const Options& options) {
     w.kv_int("stream_interval", 1);
     w.kv_bool("incremental_streaming_output", false);
     w.kv_bool("skip_tokenizer_init", false);
-    w.kv_bool("enable_cache_report", false);
+    w.kv_bool("enable_cache_report", options.replica.prefix_cache > 0);
     w.kv_null("api_key");
     w.key("internal_states");
     w.StartArray();
@@ -351,8 +455,12 @@ net::awaitable<void> route_sglang(Request& req, Conn& conn, const Options& optio
     } else if (path == "/v1/models") {
         body = models_body(options);
     } else if (path == "/abort_request") {
-        allowed = post;
-        type = "";
+        if (post) {
+            co_await handle_abort(req, conn);
+        } else {
+            co_await send_method_not_allowed(conn);
+        }
+        co_return;
     } else {
         co_await send_not_found(conn);
         co_return;

@@ -8,6 +8,7 @@
 #include "emulator/api.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/logprob_wire.hpp"
+#include "emulator/wire_common.hpp"
 
 namespace infergate::emulator {
 namespace {
@@ -49,17 +50,27 @@ void write_matched_stop(JsonWriter& w, const Output& out) {
 
 // SGLang's UsageInfo: prompt_tokens, total_tokens, completion_tokens, prompt_tokens_details,
 // reasoning_tokens. exclude_none drops the details but keeps reasoning_tokens (0, not None).
-void write_usage(JsonWriter& w, int prompt, int completion, bool with_details, int reasoning = 0) {
+// UsageProcessor fills the details (--enable-cache-report) only with `cached` > 0; continuous
+// usage never.
+void write_usage(JsonWriter& w, int prompt, int completion, bool with_details, int reasoning = 0,
+                 int cached = 0) {
     w.key("usage");
     w.StartObject();
     w.kv_int("prompt_tokens", prompt);
     w.kv_int("total_tokens", prompt + completion);
     w.kv_int("completion_tokens", completion);
-    if (with_details) {
-        w.kv_null("prompt_tokens_details");
-    }
+    write_cached_details_if_any(w, cached, with_details);
     w.kv_int("reasoning_tokens", reasoning);
     w.EndObject();
+}
+
+// cached_tokens summed over the prompts (the first choice of each), as UsageProcessor does.
+int cached_total(const OaiContext& ctx, const std::vector<ChoiceState>& choices) {
+    int total = 0;
+    for (const ChoiceState& c : choices) {
+        total += c.index % ctx.req.n == 0 ? c.cached_tokens : 0;
+    }
+    return total;
 }
 
 // Reasoning tokens of all choices (each reasons the same).
@@ -182,7 +193,7 @@ public:
         w.EndArray();
         // Chat dumps the usage chunk in full; completions use exclude_none.
         write_usage(w, ctx_.prompt_tokens, ctx_.completion_tokens, ctx_.req.chat,
-                    reasoning_total(ctx_, choices.size()));
+                    reasoning_total(ctx_, choices.size()), cached_total(ctx_, choices));
         w.EndObject();
         event += "\n\n";
     }
@@ -452,7 +463,7 @@ void render_sglang_oai_response(const OaiContext& ctx, const std::vector<ChoiceS
     }
     w.EndArray();
     write_usage(w, ctx.prompt_tokens, ctx.completion_tokens, true,
-                reasoning_total(ctx, choices.size()));
+                reasoning_total(ctx, choices.size()), cached_total(ctx, choices));
     w.kv_null("metadata");
     w.EndObject();
 }

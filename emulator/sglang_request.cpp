@@ -255,7 +255,7 @@ Failure parse_generate(const Value& doc, const Options& options, std::vector<Pro
             }
             if (embeds != nullptr) {
                 prompts.push_back(
-                    {{0x3b3d ^ list.Size(), static_cast<int>(list.Size())}, {}, {}, {}});
+                    {{0x3b3d ^ list.Size(), static_cast<int>(list.Size()), {}}, {}, {}, {}});
             }
         } else {
             for (const Value& item : list.GetArray()) {
@@ -264,7 +264,7 @@ Failure parse_generate(const Value& doc, const Options& options, std::vector<Pro
                 }
                 if (embeds != nullptr) {
                     prompts.push_back(
-                        {{0x3b3d ^ item.Size(), static_cast<int>(item.Size())}, {}, {}, {}});
+                        {{0x3b3d ^ item.Size(), static_cast<int>(item.Size()), {}}, {}, {}, {}});
                 }
             }
         }

@@ -1,9 +1,14 @@
 #include "emulator/stream.hpp"
 
 #include <algorithm>
+#include <limits>
+
+#include "emulator/replica.hpp"
 
 namespace infergate::emulator {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kFaultMessage = "emulated fault (X-Emulator-Fault)";
 
@@ -58,6 +63,63 @@ net::awaitable<bool> send_tail(Conn& conn, std::vector<std::string_view> events,
         }
     }
     co_return co_await conn.finish_stream(events.back());
+}
+
+// The request's waits: on its generation when admitted (an abort ends them), else the
+// connection's timer.
+net::awaitable<void> pause(Conn& conn, const Request& req, Clock::duration d) {
+    if (req.gen != nullptr) {
+        co_await req.gen->sleep(conn, d);
+    } else {
+        co_await conn.sleep_for(d);
+    }
+}
+
+Clock::duration first_token_delay(const Request& req) {
+    return req.gen != nullptr ? req.gen->first_token_delay()
+                              : std::chrono::milliseconds(req.knobs.ttft_ms);
+}
+
+// Output k tokens long, ended by an abort (the tokens after k never came).
+void cut_output(Output& out, int k) {
+    if (k < out.completion_tokens()) {
+        const auto n = static_cast<std::size_t>(k);
+        out.token_ids.resize(n);
+        out.text_end.resize(n);
+        out.raw_text.resize(n > 0 ? out.text_end.back() : 0);
+        out.final_len = out.raw_text.size();
+    }
+    out.finish = Finish::kAbort;
+}
+
+// An aborted generation's unfinished choices end now: after `done` tokens (each choice's own
+// tokens_sent when nullopt) and the one decode step SGLang still runs for an aborted request;
+// with no token when the abort found it still queued.
+void cut_aborted(std::vector<ChoiceState>& choices, const Generation& gen,
+                 std::optional<int> done) {
+    for (ChoiceState& c : choices) {
+        if (c.finished || c.out.finish == Finish::kAbort) {
+            continue;
+        }
+        const int had = done.value_or(c.tokens_sent);
+        const int keep = gen.aborted_in_queue() ? 0 : std::min(c.total_tokens(), had + 1);
+        cut_output(c.out, std::max(0, keep - c.lead_tokens));
+    }
+}
+
+// Tokens every choice of a whole answer had when its generation was aborted: one per step since
+// the first token.
+int tokens_done(const Request& req) {
+    const Clock::duration since = Clock::now() - req.gen->first_token_at();
+    if (since < Clock::duration::zero()) {
+        return 0;
+    }
+    if (req.knobs.itl_ms <= 0) {
+        return std::numeric_limits<int>::max() - 1;
+    }
+    const std::int64_t steps = 1 + since / std::chrono::milliseconds(req.knobs.itl_ms);
+    return static_cast<int>(std::min<std::int64_t>(steps * req.knobs.tokens_per_chunk,
+                                                   std::numeric_limits<int>::max() - 1));
 }
 
 }  // namespace
@@ -134,11 +196,14 @@ net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<Choi
         return std::all_of(choices.begin(), choices.end(),
                            [](const ChoiceState& c) { return c.finished; });
     };
-    co_await conn.sleep_ms(knobs.ttft_ms);
+    co_await pause(conn, req, first_token_delay(req));
     events.clear();
     for (bool first = true; !all_finished(); first = false) {
         if (!first) {
-            co_await conn.sleep_ms(knobs.itl_ms);
+            co_await pause(conn, req, std::chrono::milliseconds(knobs.itl_ms));
+        }
+        if (req.gen != nullptr && req.gen->aborted()) {
+            cut_aborted(choices, *req.gen, std::nullopt);  // this step is the last
         }
         // One engine step: every unfinished choice advances by tokens_per_chunk tokens.
         events.clear();
@@ -190,23 +255,27 @@ net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<Choi
     }
 }
 
-net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
-                                    const std::vector<ChoiceState>& choices, std::string_view body,
+net::awaitable<void> send_generated(Conn& conn, const Request& req,
+                                    std::vector<ChoiceState>& choices, std::string_view body,
                                     const ErrorStyle& errors) {
     co_await send_generated(
-        conn, knobs, choices, [body](std::string& out) { out.assign(body); }, errors, kSseFraming);
+        conn, req, choices, [body](std::string& out) { out.assign(body); }, errors, kSseFraming);
 }
 
-net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
-                                    const std::vector<ChoiceState>& choices,
-                                    const BodyRenderer& render, const ErrorStyle& errors,
-                                    const Framing& framing) {
+net::awaitable<void> send_generated(Conn& conn, const Request& req,
+                                    std::vector<ChoiceState>& choices, const BodyRenderer& render,
+                                    const ErrorStyle& errors, const Framing& framing) {
+    const Knobs& knobs = req.knobs;
     int steps = 1;
     for (const ChoiceState& c : choices) {
         steps = std::max(steps, steps_for(c, knobs.tokens_per_chunk));
     }
-    co_await conn.sleep_ms(static_cast<std::int64_t>(knobs.ttft_ms) +
-                           static_cast<std::int64_t>(knobs.itl_ms) * (steps - 1));
+    co_await pause(conn, req,
+                   first_token_delay(req) +
+                       std::chrono::milliseconds(std::int64_t{knobs.itl_ms} * (steps - 1)));
+    if (req.gen != nullptr && req.gen->aborted()) {
+        cut_aborted(choices, *req.gen, tokens_done(req));
+    }
     const FaultKind kind = knobs.fault.kind;
     if (kind == FaultKind::kErrorEvent) {
         // A non-stream answer has no events; the nearest equivalent is a 500 in the dialect's

@@ -20,6 +20,8 @@
 namespace infergate::emulator {
 
 class EventList;
+class Generation;
+class Replica;
 
 // One parsed HTTP request as the API handlers see it.
 struct Request {
@@ -32,12 +34,17 @@ struct Request {
     const HttpRequest* http = nullptr;
     // Per-connection scratch for stream events, reused across requests (set by the session).
     EventList* events = nullptr;
+    // The process as an engine replica (set by the session), and this request's generation
+    // once admitted (replica.hpp): its prefill time, its queueing, its abort.
+    Replica* replica = nullptr;
+    Generation* gen = nullptr;
 };
 
 // One output sequence of a request and how much of it is already on the wire.
 struct ChoiceState {
     int index = 0;          // wire index: prompt_i * n + j
     int prompt_tokens = 0;  // of the prompt this choice continues
+    int cached_tokens = 0;  // of those, found in the prefix cache (replica.hpp)
     std::string id;         // per-choice id where the dialect has one (SGLang items)
     Output out;
     int tokens_sent = 0;
@@ -118,23 +125,25 @@ net::awaitable<bool> apply_early_fault(Conn& conn, const Knobs& knobs, bool stre
                                        const ErrorStyle& errors,
                                        const Framing& framing = kSseFraming);
 
-// Streams `choices` through `encoder`, paced by req.knobs, with mid-stream faults.
+// Streams `choices` through `encoder`, paced by req.knobs (and req.gen's first-token delay), with
+// mid-stream faults; an aborted generation's choices end at the next step (Finish::kAbort).
 net::awaitable<void> run_stream(Conn& conn, const Request& req, std::vector<ChoiceState>& choices,
                                 EventEncoder& encoder, const ErrorStyle& errors,
                                 const Framing& framing = kSseFraming);
 
-// Sends a complete non-stream body after the time the generation would have taken, applying the
-// truncation faults (half the body under a full Content-Length).
-net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
-                                    const std::vector<ChoiceState>& choices, std::string_view body,
+// Sends a complete non-stream body after the time the generation would have taken (its first
+// token's delay, then the steps), applying the truncation faults (half the body under a full
+// Content-Length).
+net::awaitable<void> send_generated(Conn& conn, const Request& req,
+                                    std::vector<ChoiceState>& choices, std::string_view body,
                                     const ErrorStyle& errors);
 // The same, rendering the body only after the generation time has passed, so that bodies which
-// report timings (Ollama durations, llama.cpp timings, TGI headers) report real ones.
+// report timings (Ollama durations, llama.cpp timings, TGI headers) report real ones, and an
+// aborted generation (replica.hpp) shows the choices cut where the abort found them.
 using BodyRenderer = std::function<void(std::string& body)>;
-net::awaitable<void> send_generated(Conn& conn, const Knobs& knobs,
-                                    const std::vector<ChoiceState>& choices,
-                                    const BodyRenderer& render, const ErrorStyle& errors,
-                                    const Framing& framing);
+net::awaitable<void> send_generated(Conn& conn, const Request& req,
+                                    std::vector<ChoiceState>& choices, const BodyRenderer& render,
+                                    const ErrorStyle& errors, const Framing& framing);
 
 // Seconds since the request arrived, for SGLang's e2e_latency.
 double seconds_since(std::chrono::steady_clock::time_point start);

@@ -208,6 +208,10 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
     if (tr.format) {
         apply_format(*tr.format, choices, tr.max_new_tokens);
     }
+    const std::unique_ptr<Generation> gen = co_await admit(conn, req, tr.key, choices);
+    if (!gen) {
+        co_return;  // TGI reports no cached prompt tokens: only the prefill time shows a hit
+    }
     const std::uint64_t drawn = std::stoull(random_hex_id().substr(0, 15), nullptr, 16);
     if (stream) {
         conn.add_header("x-compute-type", "gpu+optimized");
@@ -263,7 +267,7 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
             w.EndArray();
         }
     };
-    co_await send_generated(conn, req.knobs, choices, render, kErrors, kFraming);
+    co_await send_generated(conn, req, choices, render, kErrors, kFraming);
 }
 
 std::string info_body(const Options& options) {

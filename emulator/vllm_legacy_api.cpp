@@ -214,6 +214,10 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
     }
     lr.stop.eos_after = req.knobs.eos_after;
     std::vector<ChoiceState> choices = generate_choices({key}, lr.n, lr.max_tokens, lr.stop);
+    const std::unique_ptr<Generation> gen = co_await admit(conn, req, key, choices);
+    if (!gen) {
+        co_return;  // its answer has no usage: only the prefill time shows a cache hit
+    }
     if (lr.stream) {
         LegacyEncoder encoder(lr.prompt, lr.stop, req.knobs.nul_delimiter);
         co_await run_stream(conn, req, choices, encoder, kErrors, kFraming);
@@ -233,7 +237,7 @@ net::awaitable<void> handle_generate(Request& req, Conn& conn, const Options& op
         w.EndArray();
         w.EndObject();
     };
-    co_await send_generated(conn, req.knobs, choices, render, kErrors, kFraming);
+    co_await send_generated(conn, req, choices, render, kErrors, kFraming);
 }
 
 }  // namespace

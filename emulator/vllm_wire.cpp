@@ -63,15 +63,15 @@ void write_stop_reason(JsonWriter& w, const Output& out) {
 }
 
 // UsageInfo field order: prompt_tokens, total_tokens, completion_tokens[, prompt_tokens_details].
-void write_usage(JsonWriter& w, int prompt, int completion, bool with_details) {
+// The details say `cached` tokens when the prefix cache served any (a continuous-usage chunk
+// never does); otherwise null (`with_details`, a whole answer) or nothing (exclude_none).
+void write_usage(JsonWriter& w, int prompt, int completion, bool with_details, int cached = 0) {
     w.key("usage");
     w.StartObject();
     w.kv_int("prompt_tokens", prompt);
     w.kv_int("total_tokens", prompt + completion);
     w.kv_int("completion_tokens", completion);
-    if (with_details) {
-        w.kv_null("prompt_tokens_details");
-    }
+    write_cached_details_if_any(w, cached, with_details);
     w.EndObject();
 }
 
@@ -198,7 +198,9 @@ public:
         JsonWriter w(event);
         open_chunk(w);
         w.EndArray();
-        write_usage(w, ctx_.prompt_tokens, ctx_.completion_tokens, false);
+        // num_cached_tokens of the first result the stream saw: the first prompt's.
+        write_usage(w, ctx_.prompt_tokens, ctx_.completion_tokens, false,
+                    choices.front().cached_tokens);
         w.EndObject();
         event += "\n\n";
     }
@@ -422,7 +424,8 @@ void render_vllm_response(const OaiContext& ctx, const std::vector<ChoiceState>&
     w.EndArray();
     w.kv_null("service_tier");
     w.kv_null("system_fingerprint");
-    write_usage(w, ctx.prompt_tokens, ctx.completion_tokens, true);
+    // The last prompt's num_cached_tokens (last_final_res / final_res).
+    write_usage(w, ctx.prompt_tokens, ctx.completion_tokens, true, choices.back().cached_tokens);
     if (chat) {
         write_prompt_logprobs(w, ctx, choices.front());
         w.kv_null("prompt_token_ids");

@@ -119,6 +119,21 @@ std::vector<std::int64_t> pseudo_token_ids(std::string_view text) {
     return ids;
 }
 
+void write_cached_details(JsonWriter& w, int cached) {
+    w.key("prompt_tokens_details");
+    w.StartObject();
+    w.kv_int("cached_tokens", cached);
+    w.EndObject();
+}
+
+void write_cached_details_if_any(JsonWriter& w, int cached, bool null_when_none) {
+    if (cached > 0) {
+        write_cached_details(w, cached);
+    } else if (null_when_none) {
+        w.kv_null("prompt_tokens_details");
+    }
+}
+
 std::string random_alnum(std::size_t n) {
     static constexpr char kChars[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";

@@ -39,6 +39,12 @@ std::int64_t nanos_between(std::chrono::steady_clock::time_point from,
 // gets its id, anything else a stable id >= 1000), so counts match prompt_from_text.
 std::vector<std::int64_t> pseudo_token_ids(std::string_view text);
 
+// usage.prompt_tokens_details = {"cached_tokens": N}: the prompt tokens the prefix cache served.
+void write_cached_details(JsonWriter& w, int cached);
+// The same as vLLM (--enable-prompt-tokens-details) and SGLang (--enable-cache-report) fill it:
+// only when N > 0; otherwise null, or nothing where the dump excludes None (`null_when_none`).
+void write_cached_details_if_any(JsonWriter& w, int cached, bool null_when_none);
+
 // [A-Za-z0-9]{n} from a per-thread generator (Anthropic ids).
 std::string random_alnum(std::size_t n);
 
