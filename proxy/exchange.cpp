@@ -109,11 +109,15 @@ std::string Exchange::client_model(const canonical::GenerationRequest& req) cons
 
 bool Exchange::route(const RoutingTable::Pool& pool, std::string_view prefix_key,
                      const PoolMember* same_as) {
-    const PoolMember* m = table_->choose(pool, prefix_key, tried_, same_as, worker_.rng());
+    if (tries_ == tried_.size()) {
+        return false;
+    }
+    const PoolMember* m =
+        table_->choose(pool, prefix_key, std::span(tried_.data(), tries_), same_as, worker_.rng());
     if (m == nullptr) {
         return false;
     }
-    tried_.push_back(m->replica->id);
+    tried_[tries_++] = m->replica->id;
     upstream_.target(*table_, *m);
     meter_.set_backend_name(table_->backends()[m->backend].config.name);
     return true;

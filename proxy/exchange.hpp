@@ -5,6 +5,7 @@
 // (request_meter.hpp), the client writer (client_writer.hpp) and the upstream call
 // (upstream_call.hpp). Lives on one worker thread, inside its session's coroutine.
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -106,7 +107,10 @@ private:
     ClientWriter client_;
     UpstreamCall upstream_;
     ListenerKind listener_;  // which routes this connection is served
-    std::vector<uint64_t> tried_;            // replicas this request went to (failover skips them)
+    // Replicas this request went to (failover skips them): at most routing.retries.attempts
+    // (<= 10), kept in place (no allocation per request).
+    std::array<uint64_t, 10> tried_{};
+    size_t tries_ = 0;
     std::atomic<int>* in_flight_ = nullptr;  // RoutingShared::in_flight while routed
     int key_ = -1;           // the client key the request presented (ClientAuth), or -1
     bool admitted_ = false;  // counted in the key's generations in flight until the end

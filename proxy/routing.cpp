@@ -105,14 +105,22 @@ const RoutingTable::Pool* RoutingTable::find(std::string_view client_model,
             break;
         }
     }
-    if (auto it = by_model_.find(std::string(name)); it != by_model_.end()) {
+    // A few models (the usual case): comparing is cheaper than hashing.
+    if (pools_.size() <= 8) {
+        for (const Pool& p : pools_) {
+            if (p.model == name) {
+                upstream_model = p.model;
+                return &p;
+            }
+        }
+    } else if (auto it = by_model_.find(name); it != by_model_.end()) {
         upstream_model = pools_[it->second].model;
         return &pools_[it->second];
     }
     // Ollama names a model's default tag either way: "llama3.2" is "llama3.2:latest".
     constexpr std::string_view kLatest = ":latest";
     if (name.ends_with(kLatest)) {
-        if (auto it = by_model_.find(std::string(name.substr(0, name.size() - kLatest.size())));
+        if (auto it = by_model_.find(name.substr(0, name.size() - kLatest.size()));
             it != by_model_.end()) {
             upstream_model = pools_[it->second].model;
             return &pools_[it->second];
@@ -153,12 +161,14 @@ bool RoutingTable::any_unready() const {
 
 namespace {
 
-// Load per unit of weight, compared without division: a/wa < b/wb. Equal loads (an idle pool)
-// go by the times each was chosen per unit of weight: a weighted round robin, not a coin.
+// Load per unit of weight, compared without division: a/wa < b/wb. Two idle replicas go by the
+// times each was chosen per unit of weight (a weighted round robin, not a coin: an idle pool
+// spreads evenly); two equally busy ones by the sampling's order (a slower replica holds its
+// requests longer, and a count of picks would pull it back to an equal share).
 bool less_loaded(const RoutingTable::Member& a, const RoutingTable::Member& b) {
     const int64_t la = int64_t{a.replica->outstanding.load(std::memory_order_relaxed)} * b.weight;
     const int64_t lb = int64_t{b.replica->outstanding.load(std::memory_order_relaxed)} * a.weight;
-    if (la != lb) {
+    if (la != lb || la != 0) {
         return la < lb;
     }
     return a.replica->picks.load(std::memory_order_relaxed) * static_cast<uint64_t>(b.weight) <

@@ -137,7 +137,12 @@ public:
 private:
     std::vector<BackendView> backends_;
     std::vector<Pool> pools_;
-    std::unordered_map<std::string, uint32_t> by_model_;  // served name → pool
+    // Served name → pool, looked up by string_view (no string built per request).
+    struct NameHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> by_model_;
     std::vector<config::Alias> aliases_;
     std::string default_model_;
     size_t primary_ = 0;

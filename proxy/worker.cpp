@@ -68,15 +68,22 @@ void Worker::set_table(std::shared_ptr<const RoutingTable> table) {
             it = pools_.erase(it);
         }
     }
+    last_pool_id_ = 0;
+    last_pool_.reset();
 }
 
 std::shared_ptr<UpstreamPool> Worker::pool_for(const Replica& replica,
                                                const config::Backend& backend) {
+    if (replica.id == last_pool_id_) {
+        return last_pool_;  // one replica, or the same one again: no lookup
+    }
     auto& pool = pools_[replica.id];
     if (!pool) {
         pool = std::make_shared<UpstreamPool>(io_.get_executor(), deadlines_, backend,
                                               backend.url.tls ? tls_ : nullptr, replica.ip);
     }
+    last_pool_id_ = replica.id;
+    last_pool_ = pool;
     return pool;
 }
 

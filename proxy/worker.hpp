@@ -146,6 +146,8 @@ private:
     net::ssl::context* tls_;
     std::shared_ptr<const RoutingTable> table_;
     std::unordered_map<uint64_t, std::shared_ptr<UpstreamPool>> pools_;  // by Replica::id
+    uint64_t last_pool_id_ = 0;  // the last pool_for() answer, asked again (one replica: always)
+    std::shared_ptr<UpstreamPool> last_pool_;
     Reloader reloader_;
     Metrics& metrics_;
     int access_log_fd_;

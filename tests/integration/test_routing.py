@@ -199,7 +199,7 @@ class TestSlowReplica(RoutingCase):
         yaml += "routing: {balance: least_outstanding}\n"
         p = self.proxy(yaml)
         n = 150
-        results = parallel(n, 6, lambda i: completions(p.port, ALPHA, f"slow {i}", 8))
+        results = parallel(n, 9, lambda i: completions(p.port, ALPHA, f"slow {i}", 16))
         self.assertTrue(all(isinstance(r, Response) and r.status == 200 for r in results))
         got = served_by(emus, "/v1/completions")
         fast = (got["fast1"] + got["fast2"]) / 2
@@ -443,3 +443,96 @@ class TestDnsDiscovery(RoutingCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestCancellation(RoutingCase):
+    """A client that goes away cancels its upstream request at once: the connection is closed
+    (the emulator's request ends), and an SGLang backend is also sent POST /abort_request with
+    the rid (issue 14, item 5)."""
+
+    ITL_MS = 50
+    TOKENS = 200
+
+    def setUp(self):
+        self.emu = start(self.__class__, Emulator, "sglang", ALPHA)
+        self.p = self.proxy("backends:\n" + backend_yaml("s", self.emu.url, "sglang", ALPHA))
+
+    def leave_midstream(self, path: str, body: dict) -> tuple[float, str]:
+        """Opens a stream, reads a few events, closes; returns the seconds between sending and
+        closing, and the path the backend saw."""
+        before = len(self.emu.request_log())
+        t_send = time.monotonic()
+        s = open_stream(self.p.port, path, body, {"X-Emulator-ITL-Ms": str(self.ITL_MS)})
+        self.assertNotIsInstance(s, Response, getattr(s, "body", b"")[:300])
+        got = 0
+        while got < 3:
+            new = s.next_events()
+            self.assertTrue(new, "stream ended early")
+            got += len(new)
+        held = time.monotonic() - t_send
+        s.close()
+        line = wait_until(lambda: [l for l in self.emu.request_log()[before:]
+                                   if l.startswith("POST ") and l.split()[1] != "/abort_request"],
+                          3,
+                          what="the backend to see the connection close")[-1]
+        ms = float(re.search(r"([0-9.]+)ms$", line).group(1))
+        # The backend's request lasted at most what the client held it, plus the time it took
+        # to notice the close.
+        self.assertLess(ms - held * 1000, 100, f"the upstream ran {ms - held * 1000:.1f} ms "
+                                               f"after the client left ({line})")
+        return held, line.split()[1]
+
+    def wait_abort(self, rid_prefix: str) -> str:
+        t0 = time.monotonic()
+        m = wait_until(lambda: re.search(r"^abort rid=(%s\S*) found=(\d)$" % re.escape(rid_prefix),
+                                         self.emu.stderr_text(), re.M), 2,
+                       what=f"POST /abort_request for {rid_prefix}")
+        self.assertLess(time.monotonic() - t0, 0.5)
+        return m.group(2)
+
+    def test_sglang_client_rid_is_aborted(self):
+        self.leave_midstream("/generate", {
+            "text": "a long answer", "rid": "client-rid-1", "stream": True,
+            "sampling_params": {"max_new_tokens": self.TOKENS, "ignore_eos": True}})
+        self.wait_abort("client-rid-1")
+
+    def test_translated_request_gets_a_rid_and_is_aborted(self):
+        before = self.emu.stderr_text().count("abort rid=")
+        # A TGI client (SSE), translated to SGLang's /generate.
+        _, path = self.leave_midstream("/generate_stream", {
+            "inputs": "a long answer", "parameters": {"max_new_tokens": self.TOKENS}})
+        self.assertEqual(path, "/generate")
+        wait_until(lambda: self.emu.stderr_text().count("abort rid=") > before, 2,
+                   what="the abort of the proxy's rid")
+
+    def test_openai_client_on_sglang_openai_route_closes_the_connection(self):
+        # SGLang's OpenAI layer notices the close itself (its rid field is ignored there).
+        self.leave_midstream("/v1/chat/completions", {
+            "model": ALPHA, "stream": True, "max_tokens": self.TOKENS,
+            "messages": [{"role": "user", "content": "a long answer"}]})
+        wait_until(lambda: metric(self.p.port, "infergate_requests_in_flight") == 0, 2,
+                   what="the in-flight gauge back to 0")
+
+
+class TestPrefixAffinity(unittest.TestCase):
+    """20 shared system prompts x many users over four replicas with bounded prefix caches:
+    prefix-aware routing hits the engines' caches at least twice as often as least outstanding
+    requests, without queueing worse (bench/prefix_affinity.py is the full measurement)."""
+
+    def test_hit_ratio_and_queueing(self):
+        import argparse
+        import importlib.util
+        path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "prefix_affinity.py")
+        spec = importlib.util.spec_from_file_location("prefix_affinity", path)
+        bench = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(bench)
+        args = argparse.Namespace(replicas=4, cache_tokens=2400, prefill_us=200, slots=2,
+                                  itl_ms=2, max_tokens=8, clients=12)
+        chats = bench.workload(300, 20, 300, seed=11)
+        lo = bench.run_mode("least_outstanding", chats, args)
+        px = bench.run_mode("prefix", chats, args)
+        self.assertEqual((lo["errors"], px["errors"]), (0, 0))
+        self.assertGreaterEqual(px["hit_ratio"], 2 * lo["hit_ratio"], (lo, px))
+        # Cache hits shorten prefills, so the queues are shorter, not longer (10 ms of slack for
+        # a loaded machine's scheduling).
+        self.assertLessEqual(px["queued_ms_p99"], 1.1 * lo["queued_ms_p99"] + 10, (lo, px))
