@@ -224,8 +224,7 @@ LoadResult load_yaml_text(std::string_view text);
 struct ConfigChanges {
     std::vector<std::string> applied;        // "backends[0]", "models.aliases", "auth", ...
     std::vector<std::string> needs_restart;  // "listen", "threads", ...
-    bool backend_changed = false;            // a new upstream pool (idle connections closed)
-    bool backend_identity_changed = false;   // URL, dialect or model: probe it again
+    bool backend_changed = false;  // a backend added, removed or changed (it starts over)
     bool routing_changed = false;            // backends added, removed or changed; models; routing:
 };
 ConfigChanges diff(const Config& running, const Config& next);

@@ -38,10 +38,6 @@ ConfigChanges diff(const Config& running, const Config& next) {
         c.applied.push_back(was == nullptr ? "backends[" + std::to_string(i) + "] (added)"
                                            : "backends[" + std::to_string(i) + "]");
         c.backend_changed = true;
-        if (was == nullptr || !(was->url == b.url) || was->dialect != b.dialect ||
-            was->models != b.models || was->discovery != b.discovery) {
-            c.backend_identity_changed = true;
-        }
     }
     for (const Backend& r : running.backends) {
         bool kept = false;

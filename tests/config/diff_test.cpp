@@ -34,22 +34,33 @@ TEST_CASE("diff: an alias is applied, the backend's pool is kept") {
     CHECK_FALSE(c.backend_changed);
 }
 
-TEST_CASE("diff: a backend timeout gets a new pool, a new URL is probed again") {
+TEST_CASE("diff: backends are matched by name; a changed one starts over, routing follows") {
     const Config a = base();
     Config b = a;
     b.backends[0].timeouts.connect_ms = 1;
     ConfigChanges c = diff(a, b);
     CHECK(c.backend_changed);
-    CHECK_FALSE(c.backend_identity_changed);
+    CHECK(c.routing_changed);
     CHECK(c.applied == std::vector<std::string>{"backends[0]"});
     b = a;
-    b.backends[0].url.port = 9000;
+    b.backends.push_back(a.backends[0]);
+    b.backends[1].name = "second";
     c = diff(a, b);
-    CHECK(c.backend_changed);
-    CHECK(c.backend_identity_changed);
+    CHECK(c.applied == std::vector<std::string>{"backends[1] (added)"});
+    c = diff(b, a);
+    CHECK(c.applied == std::vector<std::string>{"backends: 'second' removed"});
     b = a;
-    b.backends[0].dialect = BackendDialect::sglang;
-    CHECK(diff(a, b).backend_identity_changed);
+    b.backends[0].name = "renamed";
+    c = diff(a, b);
+    CHECK(c.applied ==
+          std::vector<std::string>{"backends[0] (added)", "backends: '" + a.backends[0].name +
+                                                              "' removed"});
+    b = a;
+    b.routing.max_imbalance = 9;
+    c = diff(a, b);
+    CHECK_FALSE(c.backend_changed);
+    CHECK(c.routing_changed);
+    CHECK(c.applied == std::vector<std::string>{"routing"});
 }
 
 TEST_CASE("diff: listen, admin_listen, threads, access_log need a restart and are kept") {

@@ -9,6 +9,7 @@
 #include <rapidjson/document.h>
 
 #include "proxy/metrics.hpp"
+#include "proxy/routing.hpp"
 #include "proxy/version.hpp"
 #include "tests/proxy/metrics_test_util.hpp"
 
@@ -188,11 +189,57 @@ TEST_CASE("label values from the config are escaped") {
     CHECK(text.find(R"(model="org/we\"ird\\name")") != std::string::npos);
 }
 
+namespace {
+
+// A routing table of two backends: "b0" (two replicas, one ejected) and "b1" (not identified).
+std::shared_ptr<const infergate::RoutingTable> two_backends(const infergate::config::Config& c) {
+    using namespace infergate;
+    std::vector<BackendView> views(2);
+    views[0].config.name = "b0";
+    views[0].info.ready = true;
+    views[0].info.models = {"m1"};
+    views[1].config.name = "b1";
+    for (uint64_t id : {1, 2}) {
+        views[0].replicas.push_back(std::make_shared<Replica>(id, "r", std::nullopt));
+    }
+    views[1].replicas.push_back(std::make_shared<Replica>(3, "r", std::nullopt));
+    views[0].replicas[1]->ejected_until = steady_now_ns() + 60'000'000'000;
+    views[0].replicas[0]->outstanding = 2;
+    for (auto& v : views) {
+        v.counters = std::make_shared<BackendCounters>(v.config.name);
+    }
+    views[0].counters->requests = 7;
+    views[0].counters->retries = 1;
+    views[0].counters->observe_latency(0.02);
+    return std::make_shared<RoutingTable>(
+        std::move(views), c, std::make_shared<RoutingShared>(PrefixIndex::Options{}));
+}
+
+}  // namespace
+
+TEST_CASE("the backend families, from the routing table") {
+    Metrics m(test_config(), 1);
+    m.set_routing(two_backends(test_config()));
+    const std::string text = m.render();
+    check_exposition(text);
+    CHECK(has_line(text, R"(infergate_backend_up{backend="b0"} 1)"));
+    CHECK(has_line(text, R"(infergate_backend_up{backend="b1"} 0)"));
+    CHECK(has_line(text, R"(infergate_backend_replicas{backend="b0",state="available"} 1)"));
+    CHECK(has_line(text, R"(infergate_backend_replicas{backend="b0",state="ejected"} 1)"));
+    CHECK(has_line(text, R"(infergate_backend_requests_in_flight{backend="b0"} 2)"));
+    CHECK(has_line(text, R"(infergate_backend_requests_total{backend="b0"} 7)"));
+    CHECK(has_line(text, R"(infergate_backend_retries_total{backend="b0"} 1)"));
+    CHECK(has_line(text, R"(infergate_backend_first_byte_seconds_bucket{backend="b0",le="0.025"} 1)"));
+    CHECK(has_line(text, R"(infergate_backend_first_byte_seconds_bucket{backend="b0",le="0.01"} 0)"));
+    CHECK(has_line(text, R"(infergate_backend_first_byte_seconds_count{backend="b0"} 1)"));
+}
+
 TEST_CASE("docs/metrics.md documents every metric family") {
     const std::string doc = read_repo_file("docs/metrics.md");
     Metrics m(test_config(), 1);
+    m.set_routing(two_backends(test_config()));
     const std::set<std::string> families = family_names(m.render());
-    CHECK(families.size() == 20);
+    CHECK(families.size() == 28);
     for (const std::string& name : families) {
         CHECK_MESSAGE(doc.find("| `" + name + "` |") != std::string::npos,
                       name << " is not in the table of docs/metrics.md");
