@@ -32,7 +32,7 @@ import os
 import unittest
 from typing import Any, Callable
 
-from harness import Proxy, Response, request, start, wait_until
+from harness import Proxy, Response, closed_port, request, start, wait_until
 from real_engine import ALIAS, EOS_ID, LlamaServer, start_engine
 import test_dialects
 from test_dialects import LLAMACPP_FINISH, Front, Input, Outcome, _openai_ref, mentions
@@ -838,3 +838,84 @@ def load_tests(loader, standard_tests, pattern):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestRealEngineRouting(unittest.TestCase):
+    """Two llama-servers behind one endpoint (issue 14, docs/routing.md): prefix affinity keeps
+    a shared prompt on the engine whose own prompt cache holds it (llama-server's
+    timings.prompt_n says how much it evaluated), least outstanding spreads it over both; a model
+    neither serves is a 404 where llama-server would have run its own; a dead replica of the
+    pool costs no client an error."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.engines = [start_engine(cls) for _ in range(2)]
+
+    def proxy(self, yaml: str) -> Proxy:
+        p = Proxy(["--access-log", "off"], config_yaml=yaml, model=ALIAS)
+        self.addCleanup(p.cleanup_files)
+        self.addCleanup(p.stop)
+        return p
+
+    def both(self, balance: str) -> Proxy:
+        yaml = "backends:\n" + "".join(f"  - {{name: e{i}, url: '{e.url}'}}\n"
+                                       for i, e in enumerate(self.engines))
+        return self.proxy(yaml + f"routing: {{balance: {balance}}}\n")
+
+    def shared_prompt(self, p: Proxy, system: str, n: int) -> tuple[list[int], list[int]]:
+        """n llama.cpp /completion requests sharing a long prefix: the tokens the engine
+        evaluated for each, and which engine generated it (its /metrics)."""
+        evaluated, which = [], []
+        for i in range(n):
+            before = [e.tokens_predicted_total() for e in self.engines]
+            r = request(p.port, "POST", "/completion",
+                        {"prompt": system + f" Question {i}?", "n_predict": 2}, timeout=60)
+            self.assertEqual(r.status, 200, r.body[:300])
+            evaluated.append(r.json()["timings"]["prompt_n"])
+            grew = [i for i, e in enumerate(self.engines)
+                    if e.tokens_predicted_total() > before[i]]
+            self.assertEqual(len(grew), 1, grew)
+            which.append(grew[0])
+        return evaluated, which
+
+    def test_prefix_affinity_hits_the_engines_prompt_cache(self):
+        evaluated, which = self.shared_prompt(self.both("prefix"),
+                                              "You answer in French. " * 50, 6)
+        self.assertEqual(len(set(which)), 1, which)
+        self.assertGreater(evaluated[0], 200, evaluated)  # the first: the whole prompt
+        self.assertTrue(all(n < 20 for n in evaluated[1:]), evaluated)  # then only the question
+        # Least outstanding on an idle pool takes turns: the other engine evaluates it whole.
+        evaluated, which = self.shared_prompt(self.both("least_outstanding"),
+                                              "You answer in German. " * 50, 4)
+        self.assertEqual(set(which), {0, 1}, which)
+        self.assertGreaterEqual(sum(n > 200 for n in evaluated), 2, evaluated)
+
+    def test_unknown_model_is_404_not_the_engines_own_model(self):
+        p = self.both("prefix")
+        r = request(p.port, "POST", "/completion",
+                    {"model": "not-" + ALIAS, "prompt": "Hello", "n_predict": 2})
+        self.assertEqual(r.status, 404, r.body[:300])
+        self.assertIn(ALIAS, r.json()["error"]["message"])
+        # Directly, llama-server runs its one model whatever the name.
+        direct = request(self.engines[0].port, "POST", "/completion",
+                         {"model": "not-" + ALIAS, "prompt": "Hello", "n_predict": 2})
+        self.assertEqual(direct.status, 200)
+        ids = [m["id"] for m in request(p.port, "GET", "/v1/models").json()["data"]]
+        self.assertEqual(ids, [ALIAS])
+
+    def test_a_dead_replica_costs_no_client_an_error(self):
+        yaml = ("backends:\n"
+                f"  - {{name: live, url: '{self.engines[0].url}'}}\n"
+                f"  - {{name: dead, url: 'http://127.0.0.1:{closed_port()}', dialect: llamacpp, "
+                f"model: {ALIAS}}}\n"
+                "routing: {balance: least_outstanding}\n")
+        p = self.proxy(yaml)
+        # The dead one is configured (ready at once); the live one is ready once probed.
+        wait_until(lambda: 'infergate_backend_up{backend="live"} 1' in
+                   request(p.port, "GET", "/metrics").body.decode(), 10,
+                   what="the live engine identified")
+        for i in range(6):
+            r = request(p.port, "POST", "/v1/chat/completions",
+                        {"model": ALIAS, "max_tokens": 2,
+                         "messages": [{"role": "user", "content": f"Hello {i}"}]}, timeout=60)
+            self.assertEqual(r.status, 200, r.body[:300])
