@@ -9,6 +9,26 @@
 
 namespace infergate::probe {
 
+Task<beast::error_code> round_trip(UpstreamConnection& conn, http::request<http::string_body>& req,
+                                   WholeResponse& parser, size_t body_limit) {
+    auto [wec, wn] =
+        co_await conn.visit([&](auto& s) { return http::async_write(s, req, use_nothrow); });
+    beast::error_code ec = wec;
+    if (!ec) {
+        // The head as every backend call reads it (interim 1xx responses skipped).
+        ec = co_await conn.visit([&](auto& s) {
+            return read_final_head(s, conn.buffer(), parser,
+                                   [body_limit](auto& p) { p.body_limit(body_limit); });
+        });
+    }
+    if (!ec) {
+        auto [bec, bn] = co_await conn.visit(
+            [&](auto& s) { return http::async_read(s, conn.buffer(), *parser, use_nothrow); });
+        ec = bec;
+    }
+    co_return conn.settle(ec);
+}
+
 Task<Reply> get(UpstreamPool& pool, const std::string& path, std::chrono::milliseconds budget) {
     Reply reply;
     bool reused = false;
@@ -17,7 +37,7 @@ Task<Reply> get(UpstreamPool& pool, const std::string& path, std::chrono::millis
         co_return reply;
     }
     const auto& url = pool.backend().url;
-    http::request<http::empty_body> req{http::verb::get, url.base_path + path, 11};
+    http::request<http::string_body> req{http::verb::get, url.base_path + path, 11};
     req.set(http::field::host, url.authority());
     req.set(http::field::user_agent, "infergate-probe");
     if (!pool.backend().api_key.empty()) {
@@ -31,24 +51,8 @@ Task<Reply> get(UpstreamPool& pool, const std::string& path, std::chrono::millis
     req.set(http::field::accept_encoding, "identity");  // the body is parsed here
     // One budget for the request and the response.
     conn->deadline().arm(budget);
-    auto [wec, wn] =
-        co_await conn->visit([&](auto& s) { return http::async_write(s, req, use_nothrow); });
-    if (wec) {
-        reply.ec = conn->settle(wec);
-        co_return reply;
-    }
-    // The head as every backend call reads it (interim 1xx responses skipped), then the body.
-    std::optional<http::response_parser<http::string_body>> parser;
-    auto rec = co_await conn->visit([&](auto& s) {
-        return read_final_head(s, conn->buffer(), parser,
-                               [](auto& p) { p.body_limit(1024 * 1024); });
-    });
-    if (!rec) {
-        auto [bec, bn] = co_await conn->visit(
-            [&](auto& s) { return http::async_read(s, conn->buffer(), *parser, use_nothrow); });
-        rec = bec;
-    }
-    if (auto ec = conn->settle(rec)) {
+    WholeResponse parser;
+    if (auto ec = co_await round_trip(*conn, req, parser, 1024 * 1024)) {
         reply.ec = ec;
         co_return reply;
     }

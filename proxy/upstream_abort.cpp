@@ -3,6 +3,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "proxy/backend_probe_http.hpp"
 #include "proxy/log.hpp"
 #include "proxy/upstream_parser.hpp"
 #include "proxy/upstream_pool.hpp"
@@ -45,22 +46,8 @@ Task<void> send_aborts(std::shared_ptr<UpstreamPool> pool, std::vector<std::stri
         req.body() = abort_body(rid);
         req.prepare_payload();
         conn->deadline().arm(std::chrono::seconds(2));
-        auto [wec, wn] =
-            co_await conn->visit([&](auto& s) { return http::async_write(s, req, use_nothrow); });
-        std::optional<http::response_parser<http::string_body>> parser;
-        beast::error_code rec = wec;
-        if (!rec) {
-            rec = co_await conn->visit([&](auto& s) {
-                return read_final_head(s, conn->buffer(), parser,
-                                       [](auto& p) { p.body_limit(64 * 1024); });
-            });
-        }
-        if (!rec) {
-            auto [bec, bn] = co_await conn->visit(
-                [&](auto& s) { return http::async_read(s, conn->buffer(), *parser, use_nothrow); });
-            rec = bec;
-        }
-        if (auto e = conn->settle(rec)) {
+        probe::WholeResponse parser;
+        if (auto e = co_await probe::round_trip(*conn, req, parser, 64 * 1024)) {
             log::debug("abort of rid " + rid + " failed: " + e.message());
             conn->close();
             continue;
