@@ -130,7 +130,9 @@ void read_routing(Reader& r, const YAML::Node& n, Routing& out) {
         r.read(p, "max_blocks", "routing.prefix", out.prefix_max_blocks);
     }
     if (const YAML::Node p = n.IsMap() ? n["retries"] : YAML::Node(); p) {
-        r.check_keys(p, "routing.retries", {"attempts", "budget_percent", "budget_min"});
+        r.check_keys(p, "routing.retries",
+                     {"attempts", "budget_percent", "budget_min", "hedge_ms"});
+        r.read(p, "hedge_ms", "routing.retries", out.hedge_ms);
         r.read(p, "attempts", "routing.retries", out.attempts);
         r.read(p, "budget_percent", "routing.retries", out.budget_percent);
         r.read(p, "budget_min", "routing.retries", out.budget_min);
@@ -236,10 +238,10 @@ std::vector<std::string> validate(const Config& c) {
     positive(rt.consecutive_failures, "routing.outlier_ejection.consecutive_failures");
     positive(rt.ejection_ms, "routing.outlier_ejection.ejection_ms");
     if (rt.prefix_min_match_bytes < 0 || rt.max_imbalance < 0 || rt.budget_percent < 0 ||
-        rt.budget_min < 0) {
+        rt.budget_min < 0 || rt.hedge_ms < 0) {
         errors.push_back(
-            "routing: prefix.min_match_bytes, max_imbalance, retries.budget_percent and "
-            "retries.budget_min must be >= 0");
+            "routing: prefix.min_match_bytes, max_imbalance, retries.budget_percent, "
+            "retries.budget_min and retries.hedge_ms must be >= 0");
     }
     if (rt.attempts > 10) {
         errors.push_back("routing.retries.attempts: at most 10 tries per request");

@@ -122,6 +122,10 @@ struct Routing {
     int attempts = 3;         // tries per request in all, across replicas; 1: no failover
     int budget_percent = 20;  // retries in flight at most this share of requests in flight
     int budget_min = 3;       // ... but always at least this many
+    // TTFT hedge: no response head within this many ms, the first try's request goes to a
+    // second replica too and the first answer wins (the other is closed); 0: off. Counted in
+    // the retry budget.
+    int64_t hedge_ms = 0;
     // Passive outlier ejection: consecutive failures (connect, reset, 5xx, timeout) that take
     // a replica out for ejection_ms, doubled on each ejection in a row up to max_ejection_ms.
     int consecutive_failures = 3;

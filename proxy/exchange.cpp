@@ -108,7 +108,7 @@ std::string Exchange::client_model(const canonical::GenerationRequest& req) cons
 }
 
 bool Exchange::route(const RoutingTable::Pool& pool, std::string_view prefix_key,
-                     const PoolMember* same_as) {
+                     const PoolMember* same_as, UpstreamCall& call) {
     if (tries_ == tried_.size()) {
         return false;
     }
@@ -118,8 +118,10 @@ bool Exchange::route(const RoutingTable::Pool& pool, std::string_view prefix_key
         return false;
     }
     tried_[tries_++] = m->replica->id;
-    upstream_.target(*table_, *m);
-    meter_.set_backend_name(table_->backends()[m->backend].config.name);
+    call.target(*table_, *m);
+    if (&call == &upstream_) {  // a hedge's call names its backend only if it wins
+        meter_.set_backend_name(table_->backends()[m->backend].config.name);
+    }
     return true;
 }
 
@@ -214,7 +216,7 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
         table_->routing().balance == config::Balance::prefix && pool->members.size() > 1
             ? prefix_key(req)
             : std::string();
-    if (!route(*pool, key, nullptr)) {
+    if (!route(*pool, key, nullptr, upstream_)) {
         // Its backends have no replica: discovery: dns found no address (yet).
         meter_.set_outcome(Outcome::upstream_error);
         canonical::Error e;
@@ -259,7 +261,8 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
     const PoolMember first{&upstream_.replica(),
                            static_cast<uint32_t>(&view - table_->backends().data()),
                            view.config.weight};
-    auto next_replica = [&] { return route(*pool, key, &first); };
+    auto next_replica = [&] { return route(*pool, key, &first, upstream_); };
+    auto hedge_target = [&](UpstreamCall& call) { return route(*pool, key, &first, call); };
     Generation g{worker_,
                  request_,
                  client_,
@@ -274,6 +277,7 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
                  table_->routing(),
                  table_->shared(),
                  Reroute(next_replica),
+                 Retarget(hedge_target),
                  pool->members.size() > 1 && table_->routing().attempts > 1};
     watch_.start();
     bool keep_alive = false;

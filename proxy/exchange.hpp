@@ -77,10 +77,11 @@ private:
 
     // The name the client used, or the default model when it named none.
     std::string client_model(const canonical::GenerationRequest& req) const;
-    // The upstream call to a replica of `pool` (routing.hpp), other than the ones tried
-    // already; `same_as`: of that member's dialect (a retry). False when none is left.
+    // Targets `call` (the exchange's, or a hedge's) at a replica of `pool` (routing.hpp), other
+    // than the ones tried already; `same_as`: of that member's dialect (a retry, a hedge). False
+    // when none is left.
     bool route(const RoutingTable::Pool& pool, std::string_view prefix_key,
-               const PoolMember* same_as);
+               const PoolMember* same_as, UpstreamCall& call);
     // The upstream call to the primary backend, for an info route that asks the backend.
     void route_primary();
     // A model no backend serves: 404 listing the served ones (503 while a backend's models

@@ -86,7 +86,8 @@ Task<std::optional<bool>> Generation::open(bool upstream_streams) {
         } else {
             sent = std::move(body);
         }
-        if (!co_await upstream.open(http::verb::post, target, std::move(sent), upstream_streams)) {
+        if (!co_await send_try(tries == 1 && can_fail_over && routing.hedge_ms > 0, target,
+                               std::move(sent), path, body, upstream_streams)) {
             if (upstream.client_left()) {
                 co_return false;
             }
@@ -120,6 +121,96 @@ Task<std::optional<bool>> Generation::open(bool upstream_streams) {
         e.status = status;
         co_return co_await client.send_error(front, e);
     }
+}
+
+Task<bool> Generation::send_try(bool hedged, const std::string& target, std::string sent,
+                                std::string_view path, const std::string& body,
+                                bool upstream_streams) {
+    // Not a coroutine: the request's own frame holds one awaitable, as without hedging (a
+    // bigger frame would outgrow Asio's recycled frame memory and cost a malloc per request).
+    if (hedged) {
+        return hedged_open(path, body, upstream_streams);
+    }
+    return upstream.open(http::verb::post, target, std::move(sent), upstream_streams);
+}
+
+Task<bool> Generation::hedged_open(std::string_view path, const std::string& body,
+                                   bool upstream_streams) {
+    // Both calls live in this frame; the hedge's coroutine is awaited before it returns.
+    enum class Winner { none, first, hedge };
+    Winner winner = Winner::none;
+    bool first_done = false;
+    bool hedge_started = false;
+    bool hedge_running = true;
+    auto executor = co_await net::this_coro::executor;
+    Timer hedge_timer(executor);
+    Timer hedge_ended(executor);  // an event: cancelled when the hedge's coroutine ends
+    hedge_ended.expires_at(Timer::time_point::max());
+    RequestMeter scratch(worker, {}, 0);
+    std::unique_ptr<UpstreamCall> hedge = upstream.sibling(scratch);
+    RetrySlot slot;
+    // A 2xx counts once its first content is in (a streaming server sends its head before
+    // the first token); an error status as it is. Returns the read's error.
+    const auto first_content = [](UpstreamCall& call) -> Task<beast::error_code> {
+        if (call.status() < 200 || call.status() >= 300) {
+            co_return beast::error_code{};
+        }
+        co_return co_await call.prefetch();
+    };
+    auto second = [&]() -> Task<void> {
+        hedge_timer.expires_after(std::chrono::milliseconds(routing.hedge_ms));
+        auto [ec] = co_await hedge_timer.async_wait(use_nothrow);
+        if (!ec && !first_done && retry_allowed(routing_state, routing) && hedge_target(*hedge)) {
+            hedge_started = true;
+            slot.take(routing_state);
+            hedge->backend_view().counters->hedges.fetch_add(1, std::memory_order_relaxed);
+            const std::string target = hedge->backend().url.base_path + std::string(path);
+            bool ok = co_await hedge->open(http::verb::post, target, body, upstream_streams);
+            if (ok) {
+                const beast::error_code rec = co_await first_content(*hedge);
+                ok = !rec;
+            }
+            if (!ok && hedge->client_left()) {
+                upstream.hedge_out();  // the watch follows the hedge's connection: end both
+            }
+            if (ok) {
+                if (winner == Winner::none) {
+                    winner = Winner::hedge;
+                    upstream.hedge_out();
+                } else {
+                    hedge->abandon();
+                }
+            }
+        }
+        hedge_running = false;
+        hedge_ended.cancel();
+    };
+    net::co_spawn(executor, second(), net::detached);
+    const std::string target = upstream.backend().url.base_path + std::string(path);
+    bool ok = co_await upstream.open(http::verb::post, target, body, upstream_streams);
+    if (ok) {
+        const beast::error_code ec = co_await first_content(upstream);
+        ok = !ec;
+    }
+    first_done = true;
+    if (ok && winner == Winner::none) {
+        winner = Winner::first;
+    }
+    if (winner == Winner::first || !hedge_started) {
+        hedge_timer.cancel();
+        hedge->hedge_out();  // the loser, or a hedge that is not to start
+    }
+    while (hedge_running) {
+        co_await hedge_ended.async_wait(use_nothrow);
+    }
+    if (winner == Winner::hedge) {
+        upstream.take_over(*hedge);
+        meter.set_backend_name(upstream.backend().name);
+        meter.set_outcome(Outcome::ok);  // the first call may have failed before the hedge won
+        meter.failure() = Failure{};
+    }
+    upstream.reattach();
+    co_return winner != Winner::none;
 }
 
 std::string Generation::new_id() const {

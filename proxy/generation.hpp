@@ -33,6 +33,19 @@ private:
     bool (*fn_)(void*);
 };
 
+// The same for a callable taking the upstream call to target.
+class Retarget {
+public:
+    template <class F>
+    explicit Retarget(F& f)
+        : self_(&f), fn_([](void* p, UpstreamCall& c) { return (*static_cast<F*>(p))(c); }) {}
+    bool operator()(UpstreamCall& c) const { return fn_(self_, c); }
+
+private:
+    void* self_;
+    bool (*fn_)(void*, UpstreamCall&);
+};
+
 struct Generation {
     Worker& worker;
     ClientRequest& request;  // the client's bytes (the fast path sends them on)
@@ -50,6 +63,7 @@ struct Generation {
     const config::Routing& routing;
     RoutingShared& routing_state;
     Reroute next_replica;
+    Retarget hedge_target;       // targets a hedge's call at another replica (false: none left)
     bool can_fail_over = false;  // the pool has other members and routing.retries allows
 
     // Sends the request (encoded for the backend, or on the fast path the client's own bytes)
@@ -57,6 +71,14 @@ struct Generation {
     // client has been answered already (an error in its dialect, or nothing when it left), and
     // that is the exchange's keep-alive result.
     Task<std::optional<bool>> open(bool upstream_streams);
+
+    // The first try with a hedge (routing.hedge_ms): when no response head came within
+    // hedge_ms, the same request goes to a second replica too, and the first answer wins; the
+    // other call is closed. True: `upstream` holds the winner's response head.
+    Task<bool> hedged_open(std::string_view path, const std::string& body, bool upstream_streams);
+    // One try: hedged_open, or the upstream call's open of `sent` to `target`.
+    Task<bool> send_try(bool hedged, const std::string& target, std::string sent,
+                        std::string_view path, const std::string& body, bool upstream_streams);
 
     // An id for the client's response, with its dialect's prefix.
     std::string new_id() const;

@@ -442,6 +442,10 @@ void Metrics::render_backends(std::vector<MetricFamily>& out) const {
                                     "Replicas ejected for consecutive failures "
                                     "(routing.outlier_ejection).",
                                     MetricType::Counter);
+    MetricFamily hedges = family("infergate_backend_hedges_total",
+                                 "Hedges sent to the backend: the first try had no response head "
+                                 "within routing.retries.hedge_ms.",
+                                 MetricType::Counter);
     MetricFamily latency = family("infergate_backend_first_byte_seconds",
                                   "Request sent to the backend to its response head, per backend.",
                                   MetricType::Histogram);
@@ -475,9 +479,9 @@ void Metrics::render_backends(std::vector<MetricFamily>& out) const {
         f.label = {name};
         in_flight.metric.push_back(std::move(f));
         const BackendCounters& c = *b.counters;
-        for (auto [fam, v] :
-             {std::pair{&requests, &c.requests}, std::pair{&errors, &c.errors},
-              std::pair{&retries, &c.retries}, std::pair{&ejections, &c.ejections}}) {
+        for (auto [fam, v] : {std::pair{&requests, &c.requests}, std::pair{&errors, &c.errors},
+                              std::pair{&retries, &c.retries}, std::pair{&ejections, &c.ejections},
+                              std::pair{&hedges, &c.hedges}}) {
             auto cm = counter(*v);
             cm.label = {name};
             fam->metric.push_back(std::move(cm));
@@ -498,8 +502,8 @@ void Metrics::render_backends(std::vector<MetricFamily>& out) const {
         h.histogram.sample_sum = c.latency_sum.load(std::memory_order_relaxed);
         latency.metric.push_back(std::move(h));
     }
-    for (auto* f :
-         {&up, &replicas, &in_flight, &requests, &errors, &retries, &ejections, &latency}) {
+    for (auto* f : {&up, &replicas, &in_flight, &requests, &errors, &retries, &ejections, &hedges,
+                    &latency}) {
         out.push_back(std::move(*f));
     }
 }

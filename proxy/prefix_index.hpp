@@ -47,6 +47,7 @@ public:
 
     size_t blocks() const;
     size_t block_bytes() const { return options_.block_bytes; }
+    size_t max_blocks() const { return options_.max_blocks; }
 
 private:
     struct Node {

@@ -66,6 +66,7 @@ struct BackendCounters {
     std::atomic<uint64_t> errors{0};    // tries that failed (connect, reset, 5xx, timeout)
     std::atomic<uint64_t> retries{0};   // tries moved from it to another replica
     std::atomic<uint64_t> ejections{0};
+    std::atomic<uint64_t> hedges{0};                 // second tries sent to it by the TTFT hedge
     std::atomic<uint64_t> latency_buckets[12] = {};  // response head latency, see kLatencyBounds
     std::atomic<double> latency_sum{0};
     std::atomic<int> up{0};            // gauge: a replica is available and the backend known

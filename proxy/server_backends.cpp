@@ -94,8 +94,10 @@ void Server::publish_table() {
 
 void Server::start_backends() {
     const config::Routing& r = config_->routing;
+    // A new index when its shape changes (a reload of routing.prefix); else it is kept.
     if (!routing_shared_ ||
-        routing_shared_->prefix.block_bytes() != static_cast<size_t>(r.prefix_block_bytes)) {
+        routing_shared_->prefix.block_bytes() != static_cast<size_t>(r.prefix_block_bytes) ||
+        routing_shared_->prefix.max_blocks() != static_cast<size_t>(r.prefix_max_blocks)) {
         routing_shared_ = std::make_shared<RoutingShared>(PrefixIndex::Options{
             static_cast<size_t>(r.prefix_block_bytes), static_cast<size_t>(r.prefix_max_blocks)});
     }

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "proxy/client_auth.hpp"
 #include "proxy/client_request.hpp"
@@ -100,6 +101,30 @@ void UpstreamCall::target(const RoutingTable& table, const PoolMember& member) {
     counted_ = false;
 }
 
+std::unique_ptr<UpstreamCall> UpstreamCall::sibling(RequestMeter& meter) const {
+    return std::make_unique<UpstreamCall>(worker_, auth_, watch_, meter, request_, request_id_);
+}
+
+void UpstreamCall::take_over(UpstreamCall& winner) {
+    abandon();
+    untarget();
+    state_ = std::move(winner.state_);
+    pool_ = std::move(winner.pool_);
+    view_ = winner.view_;
+    replica_ = std::exchange(winner.replica_, nullptr);  // its in-flight count moves here
+    routing_ = winner.routing_;
+    counted_ = winner.counted_;
+    retriable_ = winner.retriable_;
+    error_ = winner.error_;
+    hedged_out_ = false;
+    prefetched_ = std::exchange(winner.prefetched_, false);
+    ahead_ = winner.ahead_;  // a view into the state's buffer, which moved here with it
+}
+
+void UpstreamCall::reattach() {
+    watch_.attach(state_ && state_->conn ? state_->conn.get() : nullptr);
+}
+
 void UpstreamCall::count_failure() {
     if (counted_ || aborted_ || replica_ == nullptr) {
         return;
@@ -162,6 +187,9 @@ bool UpstreamCall::client_left() {
 }
 
 canonical::Error UpstreamCall::failure(beast::error_code ec, std::string_view stage) {
+    if (hedged_out_) {
+        return canonical::Error{};  // closed because the other call won: not a failure
+    }
     const config::Backend& b = pool_->backend();
     meter_.failure().stage = stage;
     meter_.failure().backend = b.url.text();  // the operator's line; never the client's body
@@ -260,7 +288,7 @@ Task<bool> UpstreamCall::open(http::verb verb, std::string target, std::string b
             error_ = failure(ec, "connecting");
             co_return false;
         }
-        if (watch_.client_gone()) {
+        if (watch_.client_gone() || hedged_out_) {
             state_->conn->close();
             co_return false;
         }
@@ -333,7 +361,26 @@ Task<bool> UpstreamCall::open(http::verb verb, std::string target, std::string b
     co_return false;
 }
 
+Task<beast::error_code> UpstreamCall::prefetch() {
+    std::string_view piece;
+    const beast::error_code ec = co_await read_some(piece);
+    if (ec) {
+        if (!hedged_out_) {
+            error_ = failure(ec, "reading the response");
+        }
+        co_return ec;
+    }
+    ahead_ = piece;
+    prefetched_ = true;
+    co_return ec;
+}
+
 Task<beast::error_code> UpstreamCall::read_some(std::string_view& out) {
+    if (prefetched_) {
+        prefetched_ = false;
+        out = ahead_;
+        co_return beast::error_code{};
+    }
     out = {};
     auto& parser = *state_->parser;
     UpstreamConnection& conn = *state_->conn;

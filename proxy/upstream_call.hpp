@@ -62,6 +62,21 @@ public:
     // be made, the request did not all leave, or the connection closed before any response
     // byte. Another replica may take the request (never after a timeout: it may be working).
     bool retriable() const { return retriable_; }
+
+    // Hedging (Generation::hedged_open). A call like this one (the same client request, key,
+    // watch) that reports to `meter` instead: a hedge's misses are not the request's.
+    std::unique_ptr<UpstreamCall> sibling(RequestMeter& meter) const;
+    // The other call won: this one closes now, and an open() under way returns false without
+    // an error of its own (nothing is counted against the replica).
+    void hedge_out() {
+        hedged_out_ = true;
+        abandon();
+    }
+    bool hedged_out() const { return hedged_out_; }
+    // `winner`'s replica, connection and response become this call's (the relays read this one).
+    void take_over(UpstreamCall& winner);
+    // The disconnect watch follows this call's connection again (a hedge attached its own).
+    void reattach();
     const std::string& request_id() const { return request_id_; }
 
     // Sends the request and reads the final response head. false: it failed, and error() says
@@ -79,6 +94,10 @@ public:
 
     // The next piece of the body; an empty view at its end.
     Task<beast::error_code> read_some(std::string_view& out);
+    // Reads the body's first piece ahead, for read_some to return first: a hedge waits for
+    // content, not for a streaming server's response head (sent before its first token). A
+    // failure is mapped to the client's error (error()) unless the call was hedged out.
+    Task<beast::error_code> prefetch();
     // The rest of the body, bounded (64 MiB).
     Task<beast::error_code> read_body(std::string& out);
     // Done with the call: the connection goes back to the pool when `reusable` and the response
@@ -118,6 +137,9 @@ private:
     const config::Routing* routing_ = nullptr;
     bool counted_ = false;  // this try's outcome is in the replica's run already
     bool retriable_ = false;
+    bool hedged_out_ = false;
+    bool prefetched_ = false;  // read_some returns `ahead_` first
+    std::string_view ahead_;
     const ClientAuth* auth_;
     DisconnectWatch& watch_;
     RequestMeter& meter_;

@@ -198,7 +198,7 @@ routing:
   balance: least_outstanding
   max_imbalance: 2
   prefix: {block_bytes: 64, min_match_bytes: 128, max_blocks: 1000}
-  retries: {attempts: 2, budget_percent: 10, budget_min: 1}
+  retries: {attempts: 2, budget_percent: 10, budget_min: 1, hedge_ms: 250}
   outlier_ejection: {consecutive_failures: 5, ejection_ms: 1000, max_ejection_ms: 8000}
 )");
     REQUIRE(r.errors.empty());
@@ -222,6 +222,7 @@ routing:
     CHECK(c.routing.prefix_max_blocks == 1000);
     CHECK(c.routing.attempts == 2);
     CHECK(c.routing.budget_percent == 10);
+    CHECK(c.routing.hedge_ms == 250);
     CHECK(c.routing.consecutive_failures == 5);
     CHECK(c.routing.max_ejection_ms == 8000);
 }

@@ -536,3 +536,43 @@ class TestPrefixAffinity(unittest.TestCase):
         # Cache hits shorten prefills, so the queues are shorter, not longer (10 ms of slack for
         # a loaded machine's scheduling).
         self.assertLessEqual(px["queued_ms_p99"], 1.1 * lo["queued_ms_p99"] + 10, (lo, px))
+
+
+class TestHedge(RoutingCase):
+    """routing.retries.hedge_ms: a first try with no response head within hedge_ms is sent to a
+    second replica too; the first answer wins and the other call is closed."""
+
+    def test_a_slow_first_byte_is_hedged(self):
+        cls = self.__class__
+        slow = start(cls, Emulator, "openai", ALPHA, ["--ttft-ms", "3000"])
+        fast = start(cls, Emulator, "openai", ALPHA, SPACED)
+        yaml = "backends:\n" + backend_yaml("slow", slow.url, "openai", ALPHA)
+        yaml += backend_yaml("fast", fast.url, "openai", ALPHA)
+        yaml += "routing:\n  balance: least_outstanding\n  retries: {hedge_ms: 200}\n"
+        p = self.proxy(yaml)
+        for i in range(4):
+            stream = i % 2 == 1
+            t0 = time.monotonic()
+            r = post_json(p.port, "/v1/chat/completions",
+                          {"model": ALPHA, "max_tokens": 4, "stream": stream,
+                           "messages": [{"role": "user", "content": f"hedge {i}"}]})
+            elapsed = time.monotonic() - t0
+            self.assertEqual(r.status, 200, r.body[:300])
+            if stream:
+                self.assertIn(b"data: [DONE]", r.body)
+            else:
+                self.assertEqual(r.json()["choices"][0]["finish_reason"], "length")
+            # The slow replica would have taken 3 s: the hedge answered (200 ms and a bit).
+            self.assertLess(elapsed, 2.0, f"request {i} took {elapsed:.2f} s")
+        self.assertGreaterEqual(metric(p.port, "infergate_backend_hedges_total",
+                                       backend="fast"), 1)
+        # The losing calls were let go at once (the emulator only notices the close when it
+        # writes, after its 3 s): nothing is in flight on the slow replica any more.
+        self.assertEqual(metric(p.port, "infergate_backend_requests_in_flight", backend="slow"),
+                         0)
+        self.assertGreaterEqual(metric(p.port, "infergate_backend_requests_total",
+                                       backend="slow"), 1)
+        log = [json.loads(l) for l in p.stderr_text().splitlines() if l.startswith("{")]
+        self.assertTrue(all(l["status"] == 200 and l["outcome"] == "ok" for l in log), log)
+        self.assertIn("fast", [l["backend"] for l in log])
+        self.assertEqual(metric(p.port, "infergate_backend_requests_in_flight"), 0)
