@@ -46,6 +46,14 @@ def served_by(emus: dict[str, Emulator], path: str) -> collections.Counter:
                                 for name, e in emus.items()})
 
 
+def settled(emus: dict[str, Emulator], path: str, before: collections.Counter,
+            total: int) -> collections.Counter:
+    """The requests each emulator logged since `before`, once `total` are in: an emulator writes
+    its line when the request ends, which may be just after the client has the answer."""
+    return wait_until(lambda: (lambda got: got if sum(got.values()) >= total else None)(
+        served_by(emus, path) - before), 5, what=f"{total} requests logged")
+
+
 def parallel(n: int, workers: int, fn) -> list:
     """fn(i) for i in range(n) on `workers` threads; the results in order."""
     out: list = [None] * n
@@ -129,11 +137,12 @@ class TestModelRouting(RoutingCase):
                 if not stream:
                     # The client's name comes back, whichever backend answered.
                     self.assertEqual(r.json()["model"], model)
-        got_a = served_by(self.a, "/v1/completions") - before_a
+        got_a = settled(self.a, "/v1/completions", before_a, 2)
         self.assertEqual(sum(got_a.values()), 2, got_a)
         # Beta's backend speaks SGLang: the OpenAI client's requests reached its /v1 routes or
         # /generate, never an alpha replica.
-        beta_lines = [l for l in self.b.request_log() if l.startswith("POST ")]
+        beta_lines = wait_until(lambda: (lambda ls: ls if len(ls) - before_b >= 4 else None)(
+            [l for l in self.b.request_log() if l.startswith("POST ")]), 5, what="beta's lines")
         self.assertEqual(len(beta_lines) - before_b, 4, beta_lines)
 
     def test_a_request_without_model_goes_to_the_default(self):
@@ -141,7 +150,8 @@ class TestModelRouting(RoutingCase):
         r = post_json(self.p.port, "/generate",
                       {"text": "no model named", "sampling_params": {"max_new_tokens": 3}})
         self.assertEqual(r.status, 200, r.body[:300])
-        self.assertEqual(sum((served_by(self.a, "/v1/completions") - before).values()), 1)
+        got = settled(self.a, "/v1/completions", before, 1)
+        self.assertEqual(sum(got.values()), 1)
 
     def test_unknown_model_is_404_in_the_clients_dialect(self):
         r = completions(self.p.port, "alpah-model")
@@ -174,7 +184,7 @@ class TestModelRouting(RoutingCase):
         results = parallel(n, 6, lambda i: completions(self.p.port, ALPHA, f"spread {i}", 2,
                                                        {"X-Emulator-TTFT-Ms": "5"}))
         self.assertTrue(all(isinstance(r, Response) and r.status == 200 for r in results))
-        got = served_by(self.a, "/v1/completions") - before
+        got = settled(self.a, "/v1/completions", before, n)
         self.assertEqual(sum(got.values()), n, got)
         for name in self.a:
             self.assertLessEqual(abs(got[name] - n / 3), n / 3 * 0.10, got)
@@ -201,7 +211,7 @@ class TestSlowReplica(RoutingCase):
         n = 150
         results = parallel(n, 9, lambda i: completions(p.port, ALPHA, f"slow {i}", 16))
         self.assertTrue(all(isinstance(r, Response) and r.status == 200 for r in results))
-        got = served_by(emus, "/v1/completions")
+        got = settled(emus, "/v1/completions", collections.Counter(), n)
         fast = (got["fast1"] + got["fast2"]) / 2
         # Least outstanding: a replica that holds each request 3x as long gets about a third.
         self.assertLess(got["slow"], 0.6 * fast, got)
@@ -238,10 +248,12 @@ class TestFailover(RoutingCase):
                                            backend=name), 1, name)
             self.assertEqual(metric(p.port, "infergate_backend_up", backend=name), 0)
         # Ejected, they get nothing more: 20 requests, all on the live ones.
-        busy_before = len(busy.request_log())
+        # (Counted by the proxy: an emulator's log line may come just after its answer.)
+        busy_before = metric(p.port, "infergate_backend_requests_total", backend="busy")
         for i in range(20):
             self.assertEqual(completions(p.port, ALPHA, f"after {i}").status, 200)
-        self.assertEqual(len(busy.request_log()), busy_before)
+        self.assertEqual(metric(p.port, "infergate_backend_requests_total", backend="busy"),
+                         busy_before)
         log = p.stderr_text()
         self.assertIn("trying another replica", log)
         self.assertIn("ejected after 2 failures in a row", log)
@@ -313,7 +325,8 @@ class TestKillReplica(RoutingCase):
         before = len(back.stderr_text().splitlines())
         for i in range(10):
             self.assertEqual(completions(p.port, ALPHA, f"back {i}").status, 200)
-        self.assertGreater(len(back.stderr_text().splitlines()), before)
+        wait_until(lambda: len(back.stderr_text().splitlines()) > before, 5,
+                   what="the returned replica to serve")
 
 
 class TestReloadUnderLoad(RoutingCase):
@@ -422,14 +435,20 @@ class TestDnsDiscovery(RoutingCase):
             return sum(1 for l in emus[a].stderr_text().splitlines()
                        if l.startswith("POST /v1/completions "))
 
+        def logged(total: int) -> None:  # a line comes when a request ends, maybe just after
+            wait_until(lambda: sum(lines(a) for a in addrs) >= total, 5,
+                       what=f"{total} requests logged")
+
         for i in range(6):
             self.assertEqual(completions(p.port, ALPHA, f"one {i}").status, 200)
+        logged(6)
         self.assertEqual((lines(addrs[0]), lines(addrs[1])), (6, 0))
         resolve_to(*addrs)  # scaled up
         wait_until(lambda: metric(p.port, "infergate_backend_replicas", backend="engines",
                                   state="available") == 2, 5, what="the second address")
         for i in range(10):
             self.assertEqual(completions(p.port, ALPHA, f"two {i}").status, 200)
+        logged(16)
         self.assertGreaterEqual(lines(addrs[1]), 3)
         resolve_to(addrs[1])  # scaled down
         wait_until(lambda: metric(p.port, "infergate_backend_replicas", backend="engines",
@@ -437,6 +456,7 @@ class TestDnsDiscovery(RoutingCase):
         first = lines(addrs[0])
         for i in range(6):
             self.assertEqual(completions(p.port, ALPHA, f"down {i}").status, 200)
+        logged(22)
         self.assertEqual(lines(addrs[0]), first)
         self.assertIn("resolves to 1 address(es): -127.0.0.2", p.stderr_text())
 
