@@ -96,6 +96,20 @@ RoutingTable::RoutingTable(std::vector<BackendView> backends, const config::Conf
     }
 }
 
+const RoutingTable::Pool* RoutingTable::pool_named(std::string_view name) const {
+    // A few models (the usual case): comparing is cheaper than hashing.
+    if (pools_.size() <= 8) {
+        for (const Pool& p : pools_) {
+            if (p.model == name) {
+                return &p;
+            }
+        }
+        return nullptr;
+    }
+    const auto it = by_model_.find(name);
+    return it == by_model_.end() ? nullptr : &pools_[it->second];
+}
+
 const RoutingTable::Pool* RoutingTable::find(std::string_view client_model,
                                              std::string& upstream_model) const {
     std::string_view name = client_model.empty() ? std::string_view(default_model_) : client_model;
@@ -105,32 +119,18 @@ const RoutingTable::Pool* RoutingTable::find(std::string_view client_model,
             break;
         }
     }
-    // A few models (the usual case): comparing is cheaper than hashing.
-    if (pools_.size() <= 8) {
-        for (const Pool& p : pools_) {
-            if (p.model == name) {
-                upstream_model = p.model;
-                return &p;
-            }
-        }
-    } else if (auto it = by_model_.find(name); it != by_model_.end()) {
-        upstream_model = pools_[it->second].model;
-        return &pools_[it->second];
-    }
+    const Pool* pool = pool_named(name);
     // Ollama names a model's default tag either way: "llama3.2" is "llama3.2:latest".
     constexpr std::string_view kLatest = ":latest";
-    if (name.ends_with(kLatest)) {
-        if (auto it = by_model_.find(name.substr(0, name.size() - kLatest.size()));
-            it != by_model_.end()) {
-            upstream_model = pools_[it->second].model;
-            return &pools_[it->second];
-        }
-    } else if (auto it = by_model_.find(std::string(name) + std::string(kLatest));
-               it != by_model_.end()) {
-        upstream_model = pools_[it->second].model;
-        return &pools_[it->second];
+    if (pool == nullptr && name.ends_with(kLatest)) {
+        pool = pool_named(name.substr(0, name.size() - kLatest.size()));
+    } else if (pool == nullptr) {
+        pool = pool_named(std::string(name) + std::string(kLatest));
     }
-    return nullptr;
+    if (pool != nullptr) {
+        upstream_model = pool->model;
+    }
+    return pool;
 }
 
 std::vector<std::string> RoutingTable::model_names() const {

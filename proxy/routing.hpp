@@ -136,6 +136,9 @@ public:
                          std::mt19937_64& rng) const;
 
 private:
+    // The pool of a served name, exactly.
+    const Pool* pool_named(std::string_view name) const;
+
     std::vector<BackendView> backends_;
     std::vector<Pool> pools_;
     // Served name → pool, looked up by string_view (no string built per request).
