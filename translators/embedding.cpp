@@ -185,8 +185,8 @@ EmbedPlan plan_embeddings(EmbedDialect front, const EmbeddingRequest& req,
             break;
     }
     p.refusal = no_endpoint(backend, "embeddings",
-                            "a TEI, vLLM, SGLang, Ollama or llama.cpp backend (a model of "
-                            "models: served by one)");
+                            "a TEI, vLLM, SGLang, Ollama or llama.cpp backend (name a model "
+                            "one of them serves)");
     return p;
 }
 
