@@ -198,7 +198,7 @@ Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::contex
         tgi_info.verdict = "text-embeddings-inference's info";
     } else if (answered_200(tgi_info)) {
         tgi_info.verdict =
-            "200 but neither TGI's (no router \"text-generation-router\") nor "
+            "200 but not TGI's (no router \"text-generation-router\") and not "
             "text-embeddings-inference's (no model_type)";
     }
 
