@@ -2,6 +2,7 @@
 #include <chrono>
 
 #include "emulator/api.hpp"
+#include "emulator/embed.hpp"
 #include "emulator/format.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/wire_common.hpp"
@@ -181,8 +182,30 @@ net::awaitable<void> route_openai(Request& req, Conn& conn, const Options& optio
             co_await send_method_not_allowed(conn);
             co_return;
         }
+        if (options.embedding.enabled) {
+            // A pooling model has no generation handler (api_server.py).
+            std::string body;
+            render_vllm_error(OaiError{400,
+                                       path == "/v1/completions"
+                                           ? "The model does not support Completions API"
+                                           : "The model does not support Chat Completions API",
+                                       false},
+                              body);
+            co_await conn.send(400, kJson, body);
+            co_return;
+        }
         co_await handle_oai_generation(req, conn, options, OaiFlavor::kVllm,
                                        path == "/v1/chat/completions");
+        co_return;
+    }
+    if (path == "/v1/embeddings" || path == "/tokenize" || path == "/detokenize") {
+        if (req.method != verb::post) {
+            co_await send_method_not_allowed(conn);
+        } else if (path == "/v1/embeddings") {
+            co_await handle_oai_embeddings(req, conn, options, OaiFlavor::kVllm);
+        } else {
+            co_await handle_vllm_tokenize(req, conn, options, path == "/detokenize");
+        }
         co_return;
     }
     const bool get = req.method == verb::get;
