@@ -21,6 +21,11 @@ namespace infergate::emulator {
 // vLLM's (kVllm) or SGLang's (kSglang) POST /v1/embeddings.
 net::awaitable<void> handle_oai_embeddings(Request& req, Conn& conn, const Options& options,
                                            OaiFlavor flavor);
+// The OpenAI API's POST /v1/embeddings (the openai dialect's generic flavour).
+net::awaitable<void> handle_generic_embeddings(Request& req, Conn& conn, const Options& options);
+// The OpenAI API's error body {"error":{"message","type","param","code"}}.
+std::string openai_api_error(std::string_view message, std::string_view type,
+                             std::string_view code = {});
 // SGLang's native POST /encode.
 net::awaitable<void> handle_sglang_encode(Request& req, Conn& conn, const Options& options);
 // Ollama's POST /api/embed, or the older POST /api/embeddings (`legacy`).

@@ -63,6 +63,8 @@ the model as an embedding model (docs/emulator.md, "Embeddings and tokenizer rou
   --matryoshka[=D,...]     `dimensions` allowed (vLLM and SGLang refuse it otherwise): any, or
                            only the listed ones
   --st-prompt NAME=TEXT    a Sentence Transformers prompt for TEI's prompt_name (repeatable)
+  --openai-flavor F        openai dialect: vllm (default) | generic (the OpenAI API's own
+                           /v1/models and /v1/embeddings, no vLLM-only routes)
   --help                   this text
 
 per-request headers (override the options above but the replica's):
@@ -136,6 +138,9 @@ void check_embedding(Options& options) {
     if (options.embedding.enabled && !has_embeddings) {
         fail("--embeddings: this dialect's server has no embedding routes");
     }
+    if (options.openai_generic && d != Dialect::kOpenai) {
+        fail("--openai-flavor is the openai dialect's");
+    }
     if (options.embedding.pooling == Pooling::kNone && d != Dialect::kLlamacpp) {
         fail("--pooling none is llama.cpp's (its per-token /embedding)");
     }
@@ -200,16 +205,16 @@ Options parse_command_line(int argc, char** argv) {
         }
         // Every other option takes a value, as "--opt value" or "--opt=value".
         static constexpr std::string_view kValued[] = {
-            "--listen",           "--dialect",      "--model",
-            "--max-model-len",    "--ttft-ms",      "--itl-ms",
-            "--tokens-per-chunk", "--eos-after",    "--fault",
-            "--fault-after",      "--threads",      "--legacy-delimiter",
-            "--json-style",       "--json-escape",  "--sse-style",
-            "--ndjson-style",     "--split-writes", "--interim",
-            "--style-seed",       "--early-hints",  "--prefix-cache",
-            "--prefix-block",     "--max-running",  "--prefill-us-per-token",
-            "--embedding-dim",    "--pooling",      "--matryoshka",
-            "--st-prompt",
+            "--listen",           "--dialect",       "--model",
+            "--max-model-len",    "--ttft-ms",       "--itl-ms",
+            "--tokens-per-chunk", "--eos-after",     "--fault",
+            "--fault-after",      "--threads",       "--legacy-delimiter",
+            "--json-style",       "--json-escape",   "--sse-style",
+            "--ndjson-style",     "--split-writes",  "--interim",
+            "--style-seed",       "--early-hints",   "--prefix-cache",
+            "--prefix-block",     "--max-running",   "--prefill-us-per-token",
+            "--embedding-dim",    "--pooling",       "--matryoshka",
+            "--st-prompt",        "--openai-flavor",
         };
         std::string_view name = arg;
         std::string_view value;
@@ -306,6 +311,11 @@ Options parse_command_line(int argc, char** argv) {
                 fail("--matryoshka wants a comma-separated list of dimensions, got '" +
                      std::string(value) + "'");
             }
+        } else if (name == "--openai-flavor") {
+            if (value != "vllm" && value != "generic") {
+                fail("--openai-flavor must be vllm or generic");
+            }
+            options.openai_generic = value == "generic";
         } else if (name == "--st-prompt") {
             const auto eq2 = value.find('=');
             if (eq2 == std::string_view::npos || eq2 == 0) {

@@ -103,6 +103,9 @@ struct Options {
     Knobs defaults;
     ReplicaOptions replica;
     EmbeddingOptions embedding;
+    // --openai-flavor generic (openai dialect): an OpenAI-compatible server that is not vLLM,
+    // the OpenAI API's own shapes on /v1/models and /v1/embeddings (docs/emulator.md).
+    bool openai_generic = false;
 };
 
 // Parses argv. On --help prints usage and exits 0; on a bad option prints the reason and exits 2.

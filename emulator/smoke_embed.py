@@ -946,6 +946,75 @@ def test_generation_only(binary):
     check("--pooling none refused outside llamacpp", proc.returncode == 2, proc.stderr)
 
 
+def test_generic(binary):
+    """--openai-flavor generic: the OpenAI API's own /v1/models and /v1/embeddings."""
+    ref = Emulator(binary, "--model", "m")
+    emu = Emulator(binary, "--openai-flavor", "generic", "--model", "m", "--embedding-dim",
+                   str(DIM))
+    mat = Emulator(binary, "--openai-flavor", "generic", "--model", "m", "--embedding-dim",
+                   str(DIM), "--matryoshka")
+    try:
+        ids = Tokens(ref.port)
+        st, _, d, _ = jpost(emu.port, "/v1/models", method="GET")
+        check("generic /v1/models: the OpenAI API's model object",
+              d["data"] == [{"id": "m", "object": "model", "created": 1705948997,
+                             "owned_by": "system"}], d)
+        st, _, d, raw = jpost(emu.port, "/v1/embeddings", {"model": "m", "input": BATCH})
+        check("generic /v1/embeddings: the OpenAI API's shape, the model's vectors",
+              st == 200 and list(d) == ["object", "data", "model", "usage"] and
+              list(d["data"][0]) == ["object", "index", "embedding"] and
+              d["usage"] == {"prompt_tokens": sum(len(ids[t]) for t in BATCH),
+                             "total_tokens": sum(len(ids[t]) for t in BATCH)} and
+              all(close(x["embedding"], reference(ids[t])) for x, t in zip(d["data"], BATCH)),
+              d)
+        check_printing("generic /v1/embeddings", vector_numbers(load_raw(raw), []), "python")
+        st, _, d, _ = jpost(emu.port, "/v1/embeddings", {"model": "m", "input": HELLO,
+                                                         "encoding_format": "base64"})
+        check("generic base64", close(floats_b64(d["data"][0]["embedding"]),
+                                      reference(ids[HELLO])), d)
+        st, _, d, _ = jpost(mat.port, "/v1/embeddings", {"model": "m", "input": HELLO,
+                                                         "dimensions": 4})
+        check("generic --matryoshka: dimensions", close(d["data"][0]["embedding"],
+                                                        reference(ids[HELLO], dims=4)), d)
+        invalid_input = ("'$.input' is invalid. Please check the API reference: "
+                         "https://platform.openai.com/docs/api-reference.")
+        errors = [
+            ({"input": "a"}, 400, "you must provide a model parameter", None),
+            ({"model": "x", "input": "a"}, 404,
+             "The model `x` does not exist or you do not have access to it.", "model_not_found"),
+            ({"model": "m", "input": ["a", ""]}, 400, invalid_input, None),
+            ({"model": "m", "input": []}, 400, invalid_input, None),
+            ({"model": "m", "input": "a", "dimensions": 4}, 400,
+             "This model does not support specifying dimensions.", None),
+        ]
+        for body, status, message, code in errors:
+            st, _, d, _ = jpost(emu.port, "/v1/embeddings", body)
+            check(f"generic /v1/embeddings {json.dumps(body)}: {status}",
+                  st == status and d == {"error": {"message": message,
+                                                   "type": "invalid_request_error",
+                                                   "param": None, "code": code}}, (st, d))
+        for method, path in (("POST", "/tokenize"), ("GET", "/version")):
+            st, _, d, _ = jpost(emu.port, path, {"prompt": "x"} if method == "POST" else None,
+                                method=method)
+            check(f"generic {method} {path}: the API's 404",
+                  st == 404 and d["error"]["message"] == f"Invalid URL ({method} {path})", d)
+        st, _, _, raw = jpost(emu.port, "/health", method="GET")
+        check("generic /health: 200", st == 200, st)
+        st, _, d, _ = jpost(emu.port, "/v1/completions", {"model": "m", "prompt": "hi",
+                                                          "max_tokens": 2})
+        check("generic: generation answered", st == 200 and d["usage"]["completion_tokens"] == 2,
+              d)
+        styled_equal("generic /v1/embeddings", emu.port, "/v1/embeddings",
+                     {"model": "m", "input": BATCH})
+        proc = subprocess.run([binary, "--dialect", "sglang", "--openai-flavor", "generic"],
+                              capture_output=True, text=True, timeout=10)
+        check("--openai-flavor refused outside the openai dialect", proc.returncode == 2,
+              proc.stderr)
+    finally:
+        for e in (ref, emu, mat):
+            e.stop()
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -953,6 +1022,7 @@ def main():
     binary = sys.argv[1]
     test_tokenizer(binary)
     test_embeddings(binary)
+    test_generic(binary)
     test_generation_only(binary)
     print(f"{len(FAILURES)} failure(s)")
     return 1 if FAILURES else 0
