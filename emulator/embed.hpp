@@ -69,6 +69,9 @@ struct OaiInput {
 // as kTexts with no text: size() 0.
 bool read_oai_input(const rapidjson::Value& v, OaiInput& out);
 
+// The early faults (status, reset, stall, garbage) of a non-stream request, if the request has
+// one: true when it answered. (A co_await of its own: GCC 12 mishandles one inside `&&`.)
+net::awaitable<bool> early_fault(Conn& conn, const Request& req, const ErrorStyle& errors);
 // The model's time, then `render`'s body, with the whole-body faults of the generation routes
 // (stream.hpp's send_generated: half a body and a reset, ...). Early faults are the caller's.
 net::awaitable<void> send_computed(Conn& conn, const Request& req, const BodyRenderer& render,

@@ -77,6 +77,14 @@ bool read_oai_input(const rapidjson::Value& v, OaiInput& out) {
     return false;
 }
 
+net::awaitable<bool> early_fault(Conn& conn, const Request& req, const ErrorStyle& errors) {
+    if (req.knobs.fault.kind == FaultKind::kNone) {
+        co_return false;
+    }
+    const bool answered = co_await apply_early_fault(conn, req.knobs, false, errors);
+    co_return answered;
+}
+
 net::awaitable<void> send_computed(Conn& conn, const Request& req, const BodyRenderer& render,
                                    const ErrorStyle& errors, std::string_view content_type) {
     Framing framing;

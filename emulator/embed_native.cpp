@@ -395,8 +395,7 @@ std::string llama_prompts(const Value& prompt, std::vector<std::vector<std::int6
 
 net::awaitable<void> handle_ollama_embed(Request& req, Conn& conn, const Options& options,
                                          bool legacy) {
-    if (req.knobs.fault.kind != FaultKind::kNone &&
-        co_await apply_early_fault(conn, req.knobs, false, ollama_errors())) {
+    if (co_await early_fault(conn, req, ollama_errors())) {
         co_return;
     }
     rapidjson::Document doc;
@@ -421,8 +420,7 @@ net::awaitable<void> handle_ollama_embed(Request& req, Conn& conn, const Options
 net::awaitable<void> handle_llamacpp_embeddings(Request& req, Conn& conn, const Options& options,
                                                 bool oai) {
     const ErrorStyle& errors = llamacpp_errors();
-    if (req.knobs.fault.kind != FaultKind::kNone &&
-        co_await apply_early_fault(conn, req.knobs, false, errors)) {
+    if (co_await early_fault(conn, req, errors)) {
         co_return;
     }
     auto fail = [&](int status, std::string_view message) -> net::awaitable<void> {

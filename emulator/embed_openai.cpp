@@ -278,8 +278,7 @@ std::string vllm_bytes(const VllmEmbedRequest& r, const std::vector<float>& v) {
 
 net::awaitable<void> vllm_embeddings(Request& req, Conn& conn, const Options& options) {
     const ErrorStyle& errors = vllm_errors();
-    if (req.knobs.fault.kind != FaultKind::kNone &&
-        co_await apply_early_fault(conn, req.knobs, false, errors)) {
+    if (co_await early_fault(conn, req, errors)) {
         co_return;
     }
     auto fail = [&](const OaiError& e) -> net::awaitable<void> {
@@ -507,8 +506,7 @@ std::string sglang_validate_input(const OaiInput& input) {
 
 net::awaitable<void> sglang_embeddings(Request& req, Conn& conn, const Options& options) {
     const ErrorStyle& errors = sglang_oai_errors();
-    if (req.knobs.fault.kind != FaultKind::kNone &&
-        co_await apply_early_fault(conn, req.knobs, false, errors)) {
+    if (co_await early_fault(conn, req, errors)) {
         co_return;
     }
     auto fail = [&](int status, std::string_view message,
@@ -717,8 +715,7 @@ net::awaitable<void> handle_generic_embeddings(Request& req, Conn& conn, const O
         void render_event(std::string_view, std::string& event) const override { event.clear(); }
     };
     static const ApiErrors errors;
-    if (req.knobs.fault.kind != FaultKind::kNone &&
-        co_await apply_early_fault(conn, req.knobs, false, errors)) {
+    if (co_await early_fault(conn, req, errors)) {
         co_return;
     }
     rapidjson::Document doc;
@@ -797,8 +794,7 @@ net::awaitable<void> handle_oai_embeddings(Request& req, Conn& conn, const Optio
 
 net::awaitable<void> handle_sglang_encode(Request& req, Conn& conn, const Options& options) {
     const ErrorStyle& errors = sglang_native_errors();
-    if (req.knobs.fault.kind != FaultKind::kNone &&
-        co_await apply_early_fault(conn, req.knobs, false, errors)) {
+    if (co_await early_fault(conn, req, errors)) {
         co_return;
     }
     auto fail = [&](std::string_view message) -> net::awaitable<void> {

@@ -15,6 +15,8 @@ import json
 import math
 import os
 import random
+import re
+import socket
 import struct
 import subprocess
 import sys
@@ -562,6 +564,25 @@ def test_embeddings(binary):
         test_llamacpp_embeddings(binary, port["llamacpp"], ids)
         test_tei(binary, port["tei"], ids)
 
+        # Faults: the non-stream ones, in each server's error shape.
+        routes = [("openai", "/v1/embeddings", {"input": HELLO}, lambda d: d["error"]["code"]),
+                  ("sglang", "/v1/embeddings", {"input": HELLO}, lambda d: d["code"]),
+                  ("sglang", "/encode", {"text": HELLO}, lambda d: 503),
+                  ("ollama", "/api/embed", {"model": "m", "input": HELLO},
+                   lambda d: 503 if "error" in d else 0),
+                  ("llamacpp", "/v1/embeddings", {"input": HELLO},
+                   lambda d: d["error"]["code"]),
+                  ("tei", "/embed", {"inputs": HELLO}, lambda d: 503 if "error_type" in d else 0)]
+        for dialect, path, body, code in routes:
+            st, _, d, _ = jpost(port[dialect], path, body, {"X-Emulator-Fault": "status:503"})
+            check(f"{dialect} {path}: a status fault answers in the server's shape",
+                  st == 503 and code(d) == 503, (st, d))
+            got, how = cut_answer(port[dialect], path, body, "close_midstream")
+            head, _, rest = got.partition(b"\r\n\r\n")
+            length = int(re.search(rb"content-length: (\d+)", head).group(1))
+            check(f"{dialect} {path}: close_midstream sends half the body, then FIN",
+                  how == "eof" and 0 < len(rest) < length, (how, len(rest), length))
+
         # Wire styles: the same values in other layouts.
         styled_equal("vLLM /v1/embeddings", port["openai"], "/v1/embeddings", {"input": BATCH})
         styled_equal("SGLang /v1/embeddings", port["sglang"], "/v1/embeddings", {"input": BATCH})
@@ -579,6 +600,27 @@ def test_embeddings(binary):
         ref_emu.stop()
         for e in emus.values():
             e.stop()
+
+
+def cut_answer(port, path, body, fault):
+    """A request with a mid-answer fault on a raw socket: (bytes received, how it ended)."""
+    data = json.dumps(body).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n"
+              f"X-Emulator-Fault: {fault}\r\n\r\n".encode() + data)
+    got = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return got, "eof"
+            got += chunk
+    except ConnectionResetError:
+        return got, "reset"
+    except socket.timeout:
+        return got, "timeout"
+    finally:
+        s.close()
 
 
 def error_of(d):

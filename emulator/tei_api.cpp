@@ -291,8 +291,7 @@ void add_metadata(Conn& conn, const Request& req, std::size_t chars, int tokens)
 }
 
 net::awaitable<void> handle_embed(Request& req, Conn& conn, const Options& options, bool openai) {
-    if (req.knobs.fault.kind != FaultKind::kNone &&
-        co_await apply_early_fault(conn, req.knobs, false, kErrors)) {
+    if (co_await early_fault(conn, req, kErrors)) {
         co_return;
     }
     rapidjson::Document doc;
