@@ -31,7 +31,7 @@ const f32 = (values) => Array.from(new Float32Array(values));
 async function direct(stack, dialect, input) {
   const base = stack.emulator.base;
   if (dialect === 'ollama') {
-    const { status, body } = await postJson(`${base}/api/embed`, { model: MODEL, input });
+    const { status, body } = await postJson(`${base}/api/embed`, { model: OLLAMA_MODEL, input });
     assert.equal(status, 200, JSON.stringify(body));
     return { vectors: body.embeddings, tokens: body.prompt_eval_count };
   }
@@ -50,12 +50,14 @@ async function direct(stack, dialect, input) {
   return { vectors: data.map((d) => d.embedding), tokens: body.usage.prompt_tokens };
 }
 
-// The emulator in `dialect` with an embedding model (`flavor` picks the OpenAI layer's server).
+// The emulator in `dialect` with an embedding model. Ollama names its models with a tag (an
+// untagged one is listed as "<name>:latest").
+const OLLAMA_MODEL = 'nomic-embed-text:v1.5';
 const BACKENDS = [
-  { name: 'vLLM', dialect: 'openai', args: ['--embeddings'] },
-  { name: 'SGLang', dialect: 'sglang', args: ['--embeddings'] },
-  { name: 'Ollama', dialect: 'ollama', args: ['--embeddings'] },
-  { name: 'TEI', dialect: 'tei', args: [] },
+  { name: 'vLLM', dialect: 'openai', model: MODEL, args: ['--embeddings'] },
+  { name: 'SGLang', dialect: 'sglang', model: MODEL, args: ['--embeddings'] },
+  { name: 'Ollama', dialect: 'ollama', model: OLLAMA_MODEL, args: ['--embeddings'] },
+  { name: 'TEI', dialect: 'tei', model: MODEL, args: [] },
 ];
 
 for (const backend of BACKENDS) {
@@ -63,8 +65,7 @@ for (const backend of BACKENDS) {
     let stack;
     let openai;
     let ollama;
-    // Ollama serves its model as "<name>:latest"; the clients use the plain name either way.
-    const model = MODEL;
+    const { model } = backend;
 
     before(async () => {
       stack = await startStack({ dialect: backend.dialect, model,
@@ -138,7 +139,8 @@ describe('ollama embeddings (the older route) in front of Ollama: its own answer
   let stack;
   let ollama;
   before(async () => {
-    stack = await startStack({ dialect: 'ollama', model: MODEL, emulatorArgs: ['--embeddings'] });
+    stack = await startStack({ dialect: 'ollama', model: OLLAMA_MODEL,
+      emulatorArgs: ['--embeddings'] });
     ollama = new Ollama({ host: stack.proxy.base });
   });
   after(async () => {
@@ -147,9 +149,9 @@ describe('ollama embeddings (the older route) in front of Ollama: its own answer
 
   test('the same vector as the backend gives directly', async () => {
     const { status, body } = await postJson(`${stack.emulator.base}/api/embeddings`,
-      { model: MODEL, prompt: TEXTS[0] });
+      { model: OLLAMA_MODEL, prompt: TEXTS[0] });
     assert.equal(status, 200, JSON.stringify(body));
-    const res = await ollama.embeddings({ model: MODEL, prompt: TEXTS[0] });
+    const res = await ollama.embeddings({ model: OLLAMA_MODEL, prompt: TEXTS[0] });
     assert.deepEqual(res, body);
   });
 });
