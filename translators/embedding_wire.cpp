@@ -327,7 +327,12 @@ Result<std::optional<int64_t>> scan_answer(std::string_view body, std::string_vi
 void align_pieces(std::string_view input, std::vector<canonical::Token>& tokens) {
     size_t pos = 0;
     for (canonical::Token& t : tokens) {
-        if (!t.has_text || t.start) {
+        if (t.start && t.stop) {
+            // Placed by the backend already: the next one comes after it.
+            pos = std::max(pos, static_cast<size_t>(std::max<int64_t>(*t.stop, 0)));
+            continue;
+        }
+        if (!t.has_text) {
             continue;
         }
         const std::string_view piece = t.text;
@@ -338,12 +343,12 @@ void align_pieces(std::string_view input, std::vector<canonical::Token>& tokens)
         } else if (piece.size() > 1 && piece.front() == ' ' && rest.starts_with(piece.substr(1))) {
             length = piece.size() - 1;
         } else {
-            t.special = true;
+            t.special = t.special.value_or(true);
             t.start = static_cast<int64_t>(pos);
             t.stop = static_cast<int64_t>(pos);
             continue;
         }
-        t.special = false;
+        t.special = t.special.value_or(false);
         t.start = static_cast<int64_t>(pos);
         t.stop = static_cast<int64_t>(pos + length);
         pos += length;

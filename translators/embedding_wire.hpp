@@ -78,10 +78,11 @@ Result<std::optional<int64_t>> scan_answer(std::string_view body, std::string_vi
                                            std::string_view count_key = {},
                                            std::string_view count_subkey = {});
 
-// Tokens whose text is known but not their place in `input` (llama.cpp's pieces): each gets the
-// byte offsets of its text in the input, in order. A piece that starts with a space the input
-// does not have there (SentencePiece's leading space) covers the text after it; a piece that is
-// not in the input at all (a special token: BOS) is `special`, zero-width.
+// Tokens whose text is known but not their place in `input` (llama.cpp's pieces, TEI's special
+// tokens): each gets the byte offsets of its text in the input, in order, after the tokens placed
+// already. A piece that starts with a space the input does not have there (SentencePiece's
+// leading space) covers the text after it; a piece that is not in the input at all (a special
+// token: BOS) is zero-width, and `special` unless the backend said otherwise.
 void align_pieces(std::string_view input, std::vector<canonical::Token>& tokens);
 
 // `bytes` with every sequence that is not UTF-8 replaced by U+FFFD, as Rust's

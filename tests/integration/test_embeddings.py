@@ -328,5 +328,386 @@ class ScriptedNoEmbeddingsTest(unittest.TestCase):
         self.assertIn("has no apply-template endpoint", r.json()["error"]["message"])
 
 
+# =============================================================================================
+# The emulator in every dialect that has embeddings: every front, two wire styles
+# =============================================================================================
+
+TEXTS = ["The sky is blue", "grass  is green\n", "h\u00e9llo \u2603 \U0001F600"]
+
+
+def sorted_data(doc: dict) -> list:
+    return [d["embedding"] for d in sorted(doc["data"], key=lambda d: d["index"])]
+
+
+class _EmbeddingsMatrix:
+    """One backend dialect (`DIALECT`, emulator `EMU_ARGS` plus a wire style `STYLE`): each client
+    API's answer through the proxy against the emulator's own answer in its API."""
+
+    DIALECT = "openai"
+    EMU_ARGS: list[str] = ["--embeddings"]
+    STYLE: list[str] = []
+    MODEL = MODEL
+    API = "openai"    # the backend's embeddings API: openai, ollama, tei
+    NORMALIZE_SWITCH = False  # the backend can answer unnormalised vectors (vLLM, TEI)
+    TOKEN_IDS = True  # the backend takes token-id inputs
+
+    @classmethod
+    def setUpClass(cls):
+        cls.emu = start(cls, Emulator, cls.DIALECT, cls.MODEL,
+                        ["--quiet", *cls.EMU_ARGS, *cls.STYLE])
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.emu.url, "--access-log", "off"],
+                          model=cls.MODEL)
+
+    # ---- the backend asked directly, in its own API ----------------------------------------
+
+    def direct(self, inputs: Any, *, normalize: bool = True) -> tuple[list[list[float]], Any]:
+        """(vectors, token count) for `inputs` (a string, strings or token-id lists)."""
+        port = self.emu.port
+        if self.API == "ollama":
+            if not normalize:
+                vectors = []
+                for text in ([inputs] if isinstance(inputs, str) else inputs):
+                    r = post_json(port, "/api/embeddings", {"model": self.MODEL, "prompt": text})
+                    self.assertEqual(r.status, 200, r.body[:300])
+                    vectors.append(r.json()["embedding"])
+                return vectors, None
+            r = post_json(port, "/api/embed", {"model": self.MODEL, "input": inputs})
+            self.assertEqual(r.status, 200, r.body[:300])
+            return r.json()["embeddings"], r.json().get("prompt_eval_count")
+        if self.API == "tei":
+            r = post_json(port, "/embed", {"inputs": inputs, "normalize": normalize})
+            self.assertEqual(r.status, 200, r.body[:300])
+            vectors = r.json()
+            return vectors, int(r.header("x-compute-tokens"))
+        body = {"model": self.MODEL, "input": inputs, "encoding_format": "float"}
+        if not normalize and self.NORMALIZE_SWITCH:
+            body["normalize"] = False
+        r = post_json(port, "/v1/embeddings", body)
+        self.assertEqual(r.status, 200, r.body[:300])
+        return sorted_data(r.json()), r.json()["usage"]["prompt_tokens"]
+
+    def post(self, path: str, body: Any, status: int = 200):
+        r = post_json(self.proxy.port, path, body)
+        self.assertEqual(r.status, status, f"POST {path} {body}: {r.body[:400]!r}")
+        return r
+
+    # ---- the cells -------------------------------------------------------------------------
+
+    def test_openai_client(self):
+        ref, tokens = self.direct(TEXTS)
+        got = self.post("/v1/embeddings", {"model": self.MODEL, "input": TEXTS}).json()
+        self.assertEqual(sorted_data(got), ref)
+        self.assertEqual(got["model"], self.MODEL)
+        if tokens is not None:
+            # On the fast path the backend's own usage object (vLLM's and SGLang's have more).
+            self.assertEqual(got["usage"]["prompt_tokens"], tokens)
+            self.assertEqual(got["usage"]["total_tokens"], tokens)
+        b64 = self.post("/v1/embeddings", {"model": self.MODEL, "input": TEXTS,
+                                           "encoding_format": "base64"}).json()
+        self.assertEqual([floats32(v) for v in sorted_data(b64)], [as_float32(v) for v in ref])
+        one, _ = self.direct(TEXTS[0])
+        single = self.post("/v1/embeddings", {"model": self.MODEL, "input": TEXTS[0]}).json()
+        self.assertEqual(sorted_data(single), one)
+
+    def test_token_id_inputs(self):
+        ids = [[1000 + i, 1001 + i, 1002] for i in range(2)]
+        if not self.TOKEN_IDS:
+            r = self.post("/v1/embeddings", {"model": self.MODEL, "input": ids}, 400)
+            self.assertEqual(r.json()["error"]["param"], "input")
+            return
+        ref, _ = self.direct(ids)
+        got = self.post("/v1/embeddings", {"model": self.MODEL, "input": ids}).json()
+        self.assertEqual(sorted_data(got), ref)
+
+    def test_ollama_clients(self):
+        ref, tokens = self.direct(TEXTS)
+        got = self.post("/api/embed", {"model": self.MODEL, "input": TEXTS}).json()
+        self.assertEqual(got["embeddings"], ref)
+        self.assertEqual(got["model"], self.MODEL)
+        if tokens:
+            self.assertEqual(got["prompt_eval_count"], tokens)
+        self.assertEqual(self.post("/api/embed", {"model": self.MODEL, "input": []}).json()
+                         ["embeddings"], [])
+        # The older route: the vector as the model made it where the backend can say so.
+        raw, _ = self.direct(TEXTS[1], normalize=False)
+        legacy = self.post("/api/embeddings", {"model": self.MODEL, "prompt": TEXTS[1]}).json()
+        if self.NORMALIZE_SWITCH or self.API == "ollama":
+            self.assertEqual(legacy, {"embedding": raw[0]})
+        else:  # a backend that always normalises (docs/dialects.md, "Embeddings")
+            one, _ = self.direct(TEXTS[1])
+            self.assertEqual(legacy, {"embedding": one[0]})
+
+    def test_tei_and_llamacpp_clients(self):
+        ref, tokens = self.direct(TEXTS)
+        tei = self.post("/embed", {"inputs": TEXTS, "model": self.MODEL})
+        self.assertEqual(tei.json(), ref)
+        if tokens:
+            self.assertEqual(tei.header("x-compute-tokens"), str(tokens))
+        llama = self.post("/embedding", {"content": TEXTS, "model": self.MODEL}).json()
+        self.assertEqual(llama, [{"index": i, "embedding": [v]} for i, v in enumerate(ref)])
+        if self.NORMALIZE_SWITCH:
+            raw, _ = self.direct(TEXTS, normalize=False)
+            got = self.post("/embed", {"inputs": TEXTS, "normalize": False,
+                                       "model": self.MODEL}).json()
+            self.assertEqual(got, raw)
+        else:
+            r = self.post("/embed", {"inputs": TEXTS, "normalize": False,
+                                     "model": self.MODEL}, 400)
+            self.assertIn("'normalize'", r.json()["error"])
+
+
+class TestEmbeddingsVllm(_EmbeddingsMatrix, unittest.TestCase):
+    EMU_ARGS = ["--embeddings", "--matryoshka"]
+    NORMALIZE_SWITCH = True
+
+    def test_dimensions_and_vllm_keys_on_the_fast_path(self):
+        ref = post_json(self.emu.port, "/v1/embeddings",
+                        {"model": self.MODEL, "input": TEXTS, "dimensions": 8,
+                         "truncate_prompt_tokens": 2}).json()
+        got = self.post("/v1/embeddings", {"model": self.MODEL, "input": TEXTS, "dimensions": 8,
+                                           "truncate_prompt_tokens": 2}).json()
+        self.assertEqual(sorted_data(got), sorted_data(ref))
+        self.assertEqual(got["usage"], ref["usage"])
+        self.assertEqual(len(sorted_data(got)[0]), 8)
+        tei = self.post("/embed", {"inputs": TEXTS, "dimensions": 8, "model": self.MODEL}).json()
+        self.assertEqual(tei, sorted_data(post_json(self.emu.port, "/v1/embeddings", {
+            "model": self.MODEL, "input": TEXTS, "dimensions": 8}).json()))
+
+
+class TestEmbeddingsVllmOtherStyle(TestEmbeddingsVllm):
+    STYLE = OTHER_WIRE_STYLE
+
+
+class TestEmbeddingsGenericOpenAI(_EmbeddingsMatrix, unittest.TestCase):
+    EMU_ARGS = ["--openai-flavor", "generic"]
+
+    def test_the_servers_own_refusal_in_each_clients_shape(self):
+        r = self.post("/embed", {"inputs": "x", "dimensions": 8, "model": self.MODEL}, 400)
+        self.assertEqual(r.json()["error"], "This model does not support specifying dimensions.")
+        self.assertIn("error_type", r.json())
+        r = self.post("/api/embed", {"model": self.MODEL, "input": "x", "dimensions": 8}, 400)
+        self.assertEqual(r.json(), {"error": "This model does not support specifying dimensions."})
+
+
+class TestEmbeddingsSglang(_EmbeddingsMatrix, unittest.TestCase):
+    DIALECT = "sglang"
+
+
+class TestEmbeddingsSglangOtherStyle(TestEmbeddingsSglang):
+    STYLE = OTHER_WIRE_STYLE
+
+
+class TestEmbeddingsOllama(_EmbeddingsMatrix, unittest.TestCase):
+    DIALECT = "ollama"
+    MODEL = "nomic-embed-text:v1.5"
+    API = "ollama"
+    TOKEN_IDS = False
+
+
+class TestEmbeddingsOllamaOtherStyle(TestEmbeddingsOllama):
+    STYLE = OTHER_WIRE_STYLE
+
+
+class TestEmbeddingsLlamaCpp(_EmbeddingsMatrix, unittest.TestCase):
+    DIALECT = "llamacpp"
+
+    def test_llamacpp_clients_get_the_native_answer(self):
+        for body in ({"content": TEXTS}, {"input": [1000, "x y", 1001]}, {"content": TEXTS[0]}):
+            with self.subTest(body=body):
+                direct = post_json(self.emu.port, "/embedding", body)
+                self.assertEqual(direct.status, 200, direct.body[:300])
+                self.assertEqual(self.post("/embedding", body).body, direct.body)
+        r = self.post("/v1/embeddings", {"model": self.MODEL, "input": "x", "dimensions": 8}, 400)
+        self.assertEqual(r.json()["error"]["param"], "dimensions")
+
+
+class TestEmbeddingsLlamaCppOtherStyle(TestEmbeddingsLlamaCpp):
+    STYLE = OTHER_WIRE_STYLE
+
+
+class TestEmbeddingsTei(_EmbeddingsMatrix, unittest.TestCase):
+    DIALECT = "tei"
+    EMU_ARGS = ["--st-prompt", "query=query: "]
+    API = "tei"
+    NORMALIZE_SWITCH = True
+
+    def test_tei_settings_carried_and_generations_refused(self):
+        body = {"inputs": TEXTS, "prompt_name": "query", "truncate": True,
+                "truncation_direction": "left", "dimensions": 16}
+        ref = post_json(self.emu.port, "/embed", body).json()
+        got = self.post("/embed", body).json()
+        self.assertEqual(got, ref)
+        r = self.post("/v1/chat/completions",
+                      {"model": self.MODEL, "messages": [{"role": "user", "content": "x"}]}, 400)
+        self.assertIn("(TEI) has no generation endpoint", r.json()["error"]["message"])
+
+
+class TestEmbeddingsTeiOtherStyle(TestEmbeddingsTei):
+    STYLE = OTHER_WIRE_STYLE
+
+
+class TestEmbeddingsGenerationOnly(unittest.TestCase):
+    """A TGI emulator: no embeddings route (C), in every client's shape; nothing reaches it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.emu = start(cls, Emulator, "tgi", "tgi-model", ["--quiet"])
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.emu.url, "--access-log", "off"],
+                          model="tgi-model")
+
+    def test_every_front_gets_the_refusal_in_its_shape(self):
+        cases = [("/v1/embeddings", {"model": "tgi-model", "input": "x"},
+                  lambda b: b["error"]["message"]),
+                 ("/api/embed", {"model": "tgi-model", "input": "x"}, lambda b: b["error"]),
+                 ("/api/embeddings", {"model": "tgi-model", "prompt": "x"}, lambda b: b["error"]),
+                 ("/embed", {"inputs": "x"}, lambda b: b["error"]),
+                 ("/embedding", {"content": "x"}, lambda b: b["error"]["message"])]
+        for path, body, message in cases:
+            with self.subTest(path=path):
+                r = post_json(self.proxy.port, path, body)
+                self.assertEqual(r.status, 400, r.body[:300])
+                self.assertTrue(message(r.json()).startswith(
+                    "the backend (TGI) has no embeddings endpoint"), r.body[:300])
+
+
+# =============================================================================================
+# The tokenizer's routes against the emulator
+# =============================================================================================
+
+TOKENIZE_TEXT = "Hello wörld <|im_start|>user\nhi"
+
+
+class _TokenizerMatrix:
+    DIALECT = "openai"
+    EMU_ARGS: list[str] = []
+    STYLE: list[str] = []
+    MODEL = "tok-model"
+    DETOKENIZE = True
+
+    @classmethod
+    def setUpClass(cls):
+        cls.emu = start(cls, Emulator, cls.DIALECT, cls.MODEL,
+                        ["--quiet", *cls.EMU_ARGS, *cls.STYLE])
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.emu.url, "--access-log", "off"],
+                          model=cls.MODEL)
+
+    def direct_ids(self, text: str) -> list[int]:
+        port = self.emu.port
+        if self.DIALECT == "llamacpp":
+            return post_json(port, "/tokenize", {"content": text}).json()["tokens"]
+        if self.DIALECT == "tgi":
+            return [t["id"] for t in post_json(port, "/tokenize", {"inputs": text}).json()]
+        if self.DIALECT == "tei":
+            return [t["id"] for t in post_json(port, "/tokenize", {"inputs": text}).json()[0]]
+        return post_json(port, "/tokenize", {"model": self.MODEL, "prompt": text}).json()["tokens"]
+
+    def post(self, path: str, body: Any, status: int = 200):
+        r = post_json(self.proxy.port, path, body)
+        self.assertEqual(r.status, status, f"POST {path} {body}: {r.body[:400]!r}")
+        return r
+
+    def test_every_client_gets_the_backends_ids(self):
+        ids = self.direct_ids(TOKENIZE_TEXT)
+        self.assertTrue(ids)
+        vllm = self.post("/tokenize", {"model": self.MODEL, "prompt": TOKENIZE_TEXT}).json()
+        self.assertEqual(vllm["tokens"], ids)
+        self.assertEqual(vllm["count"], len(ids))
+        sglang = self.post("/v1/tokenize", {"prompt": TOKENIZE_TEXT}).json()
+        self.assertEqual(sglang["tokens"], ids)
+        llama = self.post("/tokenize", {"content": TOKENIZE_TEXT}).json()
+        self.assertEqual(llama, {"tokens": ids})
+        tgi = self.post("/tokenize", {"inputs": TOKENIZE_TEXT, "parameters": {}}).json()
+        self.assertEqual([t["id"] for t in tgi], ids)
+        tei = self.post("/tokenize", {"inputs": [TOKENIZE_TEXT]}).json()
+        self.assertEqual([t["id"] for t in tei[0]], ids)
+        if self.DIALECT in ("llamacpp", "tgi", "tei"):
+            # Texts and byte offsets: from the backend, or placed from llama.cpp's pieces.
+            data = TOKENIZE_TEXT.encode()
+            self.assertEqual(b"".join(data[t["start"]:t["stop"]] for t in tgi), data)
+            for t in tgi:
+                self.assertEqual(t["text"].encode(), data[t["start"]:t["stop"]])
+
+    def test_detokenize(self):
+        ids = self.direct_ids(TOKENIZE_TEXT)
+        if not self.DETOKENIZE:
+            r = self.post("/detokenize", {"tokens": ids}, 404)
+            self.assertIn("has no detokenize endpoint", r.json()["error"]["message"])
+            return
+        want = TOKENIZE_TEXT
+        body = self.post("/detokenize", {"tokens": ids}).json()
+        # A bare /detokenize body is answered as the backend's own server does: SGLang leaves the
+        # special tokens out by default.
+        self.assertEqual(list(body.values()),
+                         [want.replace("<|im_start|>", "") if self.DIALECT == "sglang" else want])
+        batch = {"tokens": [ids, ids[:1]], "skip_special_tokens": False}
+        if self.DIALECT in ("sglang", "tei"):
+            self.assertEqual(self.post("/v1/detokenize", batch).json()["text"][0], want)
+        else:  # one list per request there: refused, naming it
+            r = self.post("/v1/detokenize", batch, 400)
+            self.assertEqual(r.json()["error"]["param"], "tokens")
+        self.assertEqual(self.post("/decode", {"ids": ids, "skip_special_tokens": False})
+                         .json(), [want])
+
+
+class TestTokenizerVllm(_TokenizerMatrix, unittest.TestCase):
+    pass
+
+
+class TestTokenizerSglang(_TokenizerMatrix, unittest.TestCase):
+    DIALECT = "sglang"
+    STYLE = OTHER_WIRE_STYLE
+
+
+class TestTokenizerLlamaCpp(_TokenizerMatrix, unittest.TestCase):
+    DIALECT = "llamacpp"
+
+    def test_llamacpp_clients_get_its_bytes(self):
+        for path, body in (("/tokenize", {"content": TOKENIZE_TEXT, "with_pieces": True}),
+                           ("/detokenize", {"tokens": self.direct_ids(TOKENIZE_TEXT)}),
+                           ("/apply-template", {"messages": [{"role": "user",
+                                                              "content": "hi"}]})):
+            with self.subTest(path=path):
+                direct = post_json(self.emu.port, path, body)
+                self.assertEqual(direct.status, 200)
+                self.assertEqual(self.post(path, body).body, direct.body)
+
+
+class TestTokenizerLlamaCppOtherStyle(TestTokenizerLlamaCpp):
+    STYLE = OTHER_WIRE_STYLE
+
+
+class TestTokenizerTgi(_TokenizerMatrix, unittest.TestCase):
+    DIALECT = "tgi"
+    DETOKENIZE = False
+
+
+class TestTokenizerTei(_TokenizerMatrix, unittest.TestCase):
+    DIALECT = "tei"
+    STYLE = OTHER_WIRE_STYLE
+
+
+class TestTokenizerOllama(unittest.TestCase):
+    """Ollama has no tokenizer route: a 404 (D) in each client's shape, naming what has one."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.emu = start(cls, Emulator, "ollama", "llama3:8b", ["--quiet"])
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.emu.url, "--access-log", "off"],
+                          model="llama3:8b")
+
+    def test_404_in_each_shape(self):
+        for path, body, message in (
+                ("/tokenize", {"prompt": "x"}, lambda b: b["error"]["message"]),
+                ("/tokenize", {"content": "x"}, lambda b: b["error"]["message"]),
+                ("/tokenize", {"inputs": "x"}, lambda b: b["error"]),
+                ("/decode", {"ids": [1]}, lambda b: b["error"]),
+                ("/detokenize", {"tokens": [1]}, lambda b: b["error"]["message"])):
+            with self.subTest(path=path, body=body):
+                r = post_json(self.proxy.port, path, body)
+                self.assertEqual(r.status, 404, r.body[:300])
+                self.assertIn("(Ollama) has no ", message(r.json()))
+                self.assertIn("infergate serves: ", message(r.json()))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -310,6 +310,28 @@ TEST_CASE("the real llama-server's tokenize answers, and what each front writes 
           R"({"id":3186,"text":"","start":0,"stop":0}])");
 }
 
+TEST_CASE("a TEI answer's special tokens (no offsets) are placed for a TGI client") {
+    const TokenizeRequest tgi =
+        decoded(TokenizerDialect::tgi, R"({"inputs":"hi <|im_start|>user"})");
+    const TokenizeResult r =
+        answer_of(TokenizerDialect::tei,
+                  R"([[{"id":1,"text":"<s>","special":true,"start":null,"stop":null},)"
+                  R"({"id":7,"text":"hi ","special":false,"start":0,"stop":3},)"
+                  R"({"id":3,"text":"<|im_start|>","special":true,"start":null,"stop":null},)"
+                  R"({"id":9,"text":"user","special":false,"start":15,"stop":19}]])",
+                  tgi);
+    CHECK(written(TokenizerDialect::tgi, r, tgi) ==
+          R"([{"id":1,"text":"","start":0,"stop":0},{"id":7,"text":"hi ","start":0,"stop":3},)"
+          R"({"id":3,"text":"<|im_start|>","start":3,"stop":15},)"
+          R"({"id":9,"text":"user","start":15,"stop":19}])");
+    // And kept special for a TEI client.
+    const TokenizeRequest tei =
+        decoded(TokenizerDialect::tei, R"({"inputs":"hi <|im_start|>user"})");
+    CHECK(written(TokenizerDialect::tei, r, tei)
+              .find(R"({"id":3,"text":"<|im_start|>","special":true,"start":null,"stop":null})") !=
+          std::string::npos);
+}
+
 TEST_CASE("TGI's, TEI's, vLLM's and SGLang's answers decode in every JSON style") {
     const TokenizeRequest req = decoded(TokenizerDialect::tei, R"({"inputs":"hello world"})");
     for (const auto& [style, body] : styles(testing::read_fixture("tei/tokenize_response.json"))) {
