@@ -570,6 +570,65 @@ class TestEmbeddingsGenerationOnly(unittest.TestCase):
                     "the backend (TGI) has no embeddings endpoint"), r.body[:300])
 
 
+class TestEmbeddingsRouting(unittest.TestCase):
+    """Embeddings next to generations behind one endpoint (docs/routing.md): requests that name
+    no model go to a backend that has embeddings, generations never to TEI, embeddings never to
+    the generation-only backend; a dead replica of the embeddings pool fails over."""
+
+    @classmethod
+    def setUpClass(cls):
+        from harness import closed_port
+        cls.chat = start(cls, Emulator, "tgi", "chat-model", ["--quiet"])
+        cls.tei = start(cls, Emulator, "tei", MODEL, ["--quiet"])
+        dead = f"http://127.0.0.1:{closed_port()}"
+        yaml = (f"backends:\n"
+                f"  - {{name: chat, url: '{cls.chat.url}'}}\n"
+                f"  - {{name: emb, url: '{cls.tei.url}'}}\n"
+                f"  - {{name: emb-dead, url: '{dead}', dialect: tei, model: '{MODEL}'}}\n"
+                f"models: {{default: chat-model, aliases: {{emb: '{MODEL}'}}}}\n"
+                f"routing: {{retries: {{attempts: 3}}}}\n")
+        cls.proxy = start(cls, Proxy, ["--access-log", "off"], config_yaml=yaml, model=MODEL)
+
+    def test_nameless_requests_go_to_a_backend_that_has_the_route(self):
+        before = request(self.proxy.port, "GET", "/metrics").body.decode()
+        ref = post_json(self.tei.port, "/embed", {"inputs": ["a b", "c"]}).json()
+        for i in range(6):  # the dead replica is chosen now and then: failover each time
+            with self.subTest(i=i):
+                r = post_json(self.proxy.port, "/embed", {"inputs": ["a b", "c"]})
+                self.assertEqual(r.status, 200, r.body[:300])
+                self.assertEqual(r.json(), ref)
+                r = post_json(self.proxy.port, "/embedding", {"content": ["a b", "c"]})
+                self.assertEqual(r.status, 200, r.body[:300])
+                self.assertEqual([x["embedding"][0] for x in r.json()], ref)
+        # Idle ties go by picks: the dead replica had its turns, and each moved on.
+        metrics = request(self.proxy.port, "GET", "/metrics").body.decode()
+        self.assertGreater(metric(metrics, "infergate_backend_retries_total", backend="emb-dead"), 0)
+        self.assertEqual(metric(metrics, "infergate_backend_requests_total", backend="chat"),
+                         metric(before, "infergate_backend_requests_total", backend="chat"))
+        r = post_json(self.proxy.port, "/v1/embeddings", {"model": "emb", "input": ["a b", "c"]})
+        self.assertEqual(r.status, 200, r.body[:300])
+        self.assertEqual(r.json()["model"], "emb")
+        self.assertEqual(sorted_data(r.json()), ref)
+        # TGI tokenizes; a nameless TEI-or-TGI body goes to the default model's TGI.
+        r = post_json(self.proxy.port, "/tokenize", {"inputs": "a b"})
+        self.assertEqual(r.status, 200, r.body[:300])
+        self.assertEqual(r.json(), post_json(self.chat.port, "/tokenize", {"inputs": "a b"}).json())
+
+    def test_each_kind_where_it_can_go(self):
+        r = post_json(self.proxy.port, "/v1/embeddings", {"model": "chat-model", "input": "x"})
+        self.assertEqual(r.status, 400, r.body[:300])
+        self.assertIn("the backend 'chat' (TGI) has no embeddings endpoint",
+                      r.json()["error"]["message"])
+        r = post_json(self.proxy.port, "/v1/chat/completions",
+                      {"model": "emb", "messages": [{"role": "user", "content": "x"}]})
+        self.assertEqual(r.status, 400, r.body[:300])
+        self.assertIn("(TEI) has no generation endpoint", r.json()["error"]["message"])
+        r = post_json(self.proxy.port, "/v1/chat/completions",
+                      {"model": "chat-model", "messages": [{"role": "user", "content": "x"}],
+                       "max_tokens": 2})
+        self.assertEqual(r.status, 200, r.body[:300])
+
+
 # =============================================================================================
 # The tokenizer's routes against the emulator
 # =============================================================================================
