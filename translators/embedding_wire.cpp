@@ -285,7 +285,7 @@ std::optional<int64_t> int_member(std::string_view text, const json::ObjectSpans
 }  // namespace
 
 Result<std::optional<int64_t>> scan_answer(std::string_view body, std::string_view api, bool array,
-                                           std::string_view count_key,
+                                           std::string_view list_key, std::string_view count_key,
                                            std::string_view count_subkey) {
     if (array) {
         json::Cursor cur(body);
@@ -305,6 +305,15 @@ Result<std::optional<int64_t>> scan_answer(std::string_view body, std::string_vi
     json::ObjectSpans spans;
     if (!json::scan_object(body, spans)) {
         return malformed(api, "expected one JSON object");
+    }
+    if (!list_key.empty()) {
+        const json::MemberSpan* list = nullptr;
+        for (const json::MemberSpan& m : spans.members) {
+            list = json::key_is(body, m, list_key) ? &m : list;
+        }
+        if (list == nullptr || body[list->value_begin] != '[') {
+            return malformed(api, "no '" + std::string(list_key) + "' list");
+        }
     }
     if (count_key.empty()) {
         return std::optional<int64_t>();

@@ -72,9 +72,11 @@ void collect_extras(const json::Value& obj, std::initializer_list<std::string_vi
 std::optional<int64_t> header_count(const ResponseHeaders& headers, std::string_view name);
 
 // The fast path's check of a whole answer: `body` is one valid JSON value whose top level is an
-// array (`array`) or an object; for an object, the integer at the member path `count` (up to
-// two keys: {"usage", "prompt_tokens"}) is returned when there. A 502 naming `api` otherwise.
+// array (`array`) or an object holding the list `list_key` ("data", "embeddings"); for an
+// object, the integer at the member path `count` (up to two keys: {"usage", "prompt_tokens"}) is
+// returned when there. A 502 naming `api` otherwise.
 Result<std::optional<int64_t>> scan_answer(std::string_view body, std::string_view api, bool array,
+                                           std::string_view list_key = {},
                                            std::string_view count_key = {},
                                            std::string_view count_subkey = {});
 

@@ -203,7 +203,7 @@ public:
         if (array) {
             return array;
         }
-        return wire::scan_answer(body, kApi, false);
+        return wire::scan_answer(body, kApi, false, "embedding");
     }
 
 private:

@@ -191,7 +191,7 @@ public:
 
     Result<std::optional<int64_t>> check_response(
         std::string_view body, const ResponseHeaders& /*headers*/) const override {
-        return wire::scan_answer(body, upstream_path(), false, "prompt_eval_count");
+        return wire::scan_answer(body, upstream_path(), false, "embeddings", "prompt_eval_count");
     }
 };
 
@@ -277,7 +277,7 @@ public:
 
     Result<std::optional<int64_t>> check_response(
         std::string_view body, const ResponseHeaders& /*headers*/) const override {
-        return wire::scan_answer(body, upstream_path(), false);
+        return wire::scan_answer(body, upstream_path(), false, "embedding");
     }
 };
 

@@ -256,7 +256,7 @@ public:
 
     Result<std::optional<int64_t>> check_response(
         std::string_view body, const ResponseHeaders& /*headers*/) const override {
-        return wire::scan_answer(body, kApi, false, "usage", "prompt_tokens");
+        return wire::scan_answer(body, kApi, false, "data", "usage", "prompt_tokens");
     }
 };
 

@@ -385,6 +385,15 @@ TEST_CASE("OpenAI answers are placed by index, out of order or not") {
     CHECK_FALSE(embed_codec(EmbedDialect::tei).check_response("[[1,2]", no_headers()).ok());
     CHECK_FALSE(embed_codec(EmbedDialect::tei).check_response("{}", no_headers()).ok());
     CHECK_FALSE(embed_codec(EmbedDialect::openai).check_response("[]", no_headers()).ok());
+    CHECK_FALSE(embed_codec(EmbedDialect::openai)
+                    .check_response(R"({"object":"error","message":"x"})", no_headers())
+                    .ok());
+    CHECK_FALSE(embed_codec(EmbedDialect::ollama)
+                    .check_response(R"({"embeddings":{}})", no_headers())
+                    .ok());
+    CHECK_FALSE(embed_codec(EmbedDialect::ollama_legacy)
+                    .check_response(R"({"error":"x"})", no_headers())
+                    .ok());
     CHECK(embed_codec(EmbedDialect::llamacpp)
               .decode_response(R"({"embedding":[0.5,0.25]})", no_headers())
               ->vectors[0] == std::vector<double>{0.5, 0.25});  // before 2025
