@@ -45,8 +45,7 @@ net::awaitable<void> handle_sglang_tokenize(Request& req, Conn& conn, const Opti
                                             bool detokenize);
 enum class LlamaTokenRoute { kTokenize, kDetokenize, kApplyTemplate };
 // llama.cpp's POST /tokenize, /detokenize, /apply-template.
-net::awaitable<void> handle_llamacpp_tokens(Request& req, Conn& conn, const Options& options,
-                                            LlamaTokenRoute route);
+net::awaitable<void> handle_llamacpp_tokens(Request& req, Conn& conn, LlamaTokenRoute route);
 // TGI's POST /tokenize.
 net::awaitable<void> handle_tgi_tokenize(Request& req, Conn& conn, const Options& options);
 

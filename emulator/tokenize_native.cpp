@@ -22,8 +22,7 @@ std::string_view json_kind(const Value& v) {
 
 }  // namespace
 
-net::awaitable<void> handle_llamacpp_tokens(Request& req, Conn& conn, const Options& options,
-                                            LlamaTokenRoute route) {
+net::awaitable<void> handle_llamacpp_tokens(Request& req, Conn& conn, LlamaTokenRoute route) {
     auto fail = [&](int status, std::string_view message) -> net::awaitable<void> {
         std::string body;
         render_llamacpp_error(status, message, body);
@@ -137,7 +136,6 @@ net::awaitable<void> handle_llamacpp_tokens(Request& req, Conn& conn, const Opti
         w.kv("prompt", prompt);
         w.EndObject();
     }
-    (void)options;
     co_await conn.send(200, kLlamaJson, body);
 }
 
