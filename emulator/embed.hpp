@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,9 +19,10 @@
 
 namespace infergate::emulator {
 
-// vLLM's (kVllm) or SGLang's (kSglang) POST /v1/embeddings.
-net::awaitable<void> handle_oai_embeddings(Request& req, Conn& conn, const Options& options,
-                                           OaiFlavor flavor);
+// vLLM's POST /v1/embeddings.
+net::awaitable<void> handle_vllm_embeddings(Request& req, Conn& conn, const Options& options);
+// SGLang's POST /v1/embeddings.
+net::awaitable<void> handle_sglang_embeddings(Request& req, Conn& conn, const Options& options);
 // The OpenAI API's POST /v1/embeddings (the openai dialect's generic flavour).
 net::awaitable<void> handle_generic_embeddings(Request& req, Conn& conn, const Options& options);
 // The OpenAI API's error body {"error":{"message","type","param","code"}}.
@@ -43,8 +45,7 @@ net::awaitable<void> handle_sglang_tokenize(Request& req, Conn& conn, const Opti
                                             bool detokenize);
 enum class LlamaTokenRoute { kTokenize, kDetokenize, kApplyTemplate };
 // llama.cpp's POST /tokenize, /detokenize, /apply-template.
-net::awaitable<void> handle_llamacpp_tokens(Request& req, Conn& conn, const Options& options,
-                                            LlamaTokenRoute route);
+net::awaitable<void> handle_llamacpp_tokens(Request& req, Conn& conn, LlamaTokenRoute route);
 // TGI's POST /tokenize.
 net::awaitable<void> handle_tgi_tokenize(Request& req, Conn& conn, const Options& options);
 
@@ -55,6 +56,8 @@ net::awaitable<void> handle_tgi_tokenize(Request& req, Conn& conn, const Options
 std::vector<float> embed_tokens(const Options& options, std::span<const std::int64_t> ids, int dims,
                                 bool normalize);
 std::vector<std::int64_t> ids_of(std::span<const Token> tokens);
+// Python's str() of a list of ints: "[64, 128]" (the servers' messages print lists so).
+std::string python_list(const std::vector<int>& values);
 
 // An OpenAI-style `input`: a string, a list of strings, a list of token ids, a list of lists.
 struct OaiInput {
@@ -72,6 +75,13 @@ bool read_oai_input(const rapidjson::Value& v, OaiInput& out);
 // The early faults (status, reset, stall, garbage) of a non-stream request, if the request has
 // one: true when it answered. (A co_await of its own: GCC 12 mishandles one inside `&&`.)
 net::awaitable<bool> early_fault(Conn& conn, const Request& req, const ErrorStyle& errors);
+// A chat's template tokens from OpenAI-style messages (text parts only, as the generation routes
+// count them). False when `messages` is not a list of objects with a string role.
+bool chat_from_messages(const rapidjson::Value& messages, ChatTokens& chat);
+// A JSON list of token ids a tokenizer's decode() takes: nullopt for another shape; `overflow`
+// set when an id does not fit a u32.
+std::optional<std::vector<std::int64_t>> id_list(const rapidjson::Value& v, bool& overflow);
+
 // The model's time, then `render`'s body, with the whole-body faults of the generation routes
 // (stream.hpp's send_generated: half a body and a reset, ...). Early faults are the caller's.
 net::awaitable<void> send_computed(Conn& conn, const Request& req, const BodyRenderer& render,

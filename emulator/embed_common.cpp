@@ -1,6 +1,10 @@
-// What every embedding route shares: the vector of an input, OpenAI's `input` shapes, and the
-// answer's timing and faults.
+// What the embedding and tokenizer routes share: the vector of an input, OpenAI's `input` shapes,
+// chat messages as template tokens, token-id lists, and an answer's timing and faults.
 #include "emulator/embed.hpp"
+
+#include <limits>
+
+#include "emulator/json_util.hpp"
 
 namespace infergate::emulator {
 
@@ -20,6 +24,14 @@ std::vector<std::int64_t> ids_of(std::span<const Token> tokens) {
         ids.push_back(t.id);
     }
     return ids;
+}
+
+std::string python_list(const std::vector<int>& values) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        out += (i > 0 ? ", " : "") + std::to_string(values[i]);
+    }
+    return out + "]";
 }
 
 bool read_oai_input(const rapidjson::Value& v, OaiInput& out) {
@@ -75,6 +87,52 @@ bool read_oai_input(const rapidjson::Value& v, OaiInput& out) {
         return true;
     }
     return false;
+}
+
+bool chat_from_messages(const rapidjson::Value& messages, ChatTokens& chat) {
+    if (!messages.IsArray()) {
+        return false;
+    }
+    for (const rapidjson::Value& m : messages.GetArray()) {
+        const rapidjson::Value* role = m.IsObject() ? member(m, "role") : nullptr;
+        if (role == nullptr || !role->IsString()) {
+            return false;
+        }
+        chat.add_message({role->GetString(), role->GetStringLength()});
+        const rapidjson::Value* content = member(m, "content");
+        if (content == nullptr) {
+            continue;
+        }
+        if (content->IsString()) {
+            chat.add_content({content->GetString(), content->GetStringLength()});
+        } else if (content->IsArray()) {
+            for (const rapidjson::Value& part : content->GetArray()) {
+                const rapidjson::Value* text = part.IsObject() ? member(part, "text") : nullptr;
+                if (text != nullptr && text->IsString()) {
+                    chat.add_content({text->GetString(), text->GetStringLength()});
+                }
+            }
+        } else if (!content->IsNull()) {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::optional<std::vector<std::int64_t>> id_list(const rapidjson::Value& v, bool& overflow) {
+    if (!v.IsArray()) {
+        return std::nullopt;
+    }
+    std::vector<std::int64_t> ids;
+    for (const rapidjson::Value& id : v.GetArray()) {
+        if (!id.IsInt64()) {
+            return std::nullopt;
+        }
+        const std::int64_t x = id.GetInt64();
+        overflow = overflow || x < 0 || x > std::numeric_limits<std::uint32_t>::max();
+        ids.push_back(x);
+    }
+    return ids;
 }
 
 net::awaitable<bool> early_fault(Conn& conn, const Request& req, const ErrorStyle& errors) {

@@ -370,11 +370,11 @@ net::awaitable<void> route_llamacpp(Request& req, Conn& conn, const Options& opt
                post) {
         co_await handle_llamacpp_embeddings(req, conn, options, path == "/v1/embeddings");
     } else if (path == "/tokenize" && post) {
-        co_await handle_llamacpp_tokens(req, conn, options, LlamaTokenRoute::kTokenize);
+        co_await handle_llamacpp_tokens(req, conn, LlamaTokenRoute::kTokenize);
     } else if (path == "/detokenize" && post) {
-        co_await handle_llamacpp_tokens(req, conn, options, LlamaTokenRoute::kDetokenize);
+        co_await handle_llamacpp_tokens(req, conn, LlamaTokenRoute::kDetokenize);
     } else if (path == "/apply-template" && post) {
-        co_await handle_llamacpp_tokens(req, conn, options, LlamaTokenRoute::kApplyTemplate);
+        co_await handle_llamacpp_tokens(req, conn, LlamaTokenRoute::kApplyTemplate);
     } else if ((path == "/health" || path == "/v1/health") && get) {
         co_await conn.send(200, kLlamaJson, R"({"status":"ok"})");
     } else if (path == "/props" && (get || post)) {

@@ -230,7 +230,7 @@ net::awaitable<void> route_openai(Request& req, Conn& conn, const Options& optio
         if (req.method != verb::post) {
             co_await send_method_not_allowed(conn);
         } else if (path == "/v1/embeddings") {
-            co_await handle_oai_embeddings(req, conn, options, OaiFlavor::kVllm);
+            co_await handle_vllm_embeddings(req, conn, options);
         } else {
             co_await handle_vllm_tokenize(req, conn, options, path == "/detokenize");
         }

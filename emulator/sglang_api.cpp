@@ -455,7 +455,7 @@ net::awaitable<void> route_sglang(Request& req, Conn& conn, const Options& optio
         } else if (encode) {
             co_await handle_sglang_encode(req, conn, options);
         } else if (path == "/v1/embeddings") {
-            co_await handle_oai_embeddings(req, conn, options, OaiFlavor::kSglang);
+            co_await handle_sglang_embeddings(req, conn, options);
         } else {
             co_await handle_sglang_tokenize(req, conn, options, path.ends_with("/detokenize"));
         }

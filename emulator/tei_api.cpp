@@ -5,8 +5,8 @@
 // answers any other route with an empty 404.
 #include <thread>
 
-#include "emulator/embed.hpp"
 #include "emulator/json_util.hpp"
+#include "emulator/tei.hpp"
 #include "emulator/tgi_request.hpp"
 
 namespace infergate::emulator {
@@ -17,107 +17,9 @@ using rapidjson::Value;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kTeiVersion = "1.9.3-emulator";
-constexpr int kMaxClientBatchSize = 32;       // --max-client-batch-size
 constexpr int kMaxBatchTokens = 16384;        // --max-batch-tokens
 constexpr int kMaxConcurrent = 512;           // --max-concurrent-requests
 constexpr std::size_t kCharMultiplier = 250;  // tokenization.rs MAX_CHAR_MULTIPLIER
-
-// ErrorType, serialized by its variant names.
-enum class TeiError { kNone, kBackend, kOverloaded, kValidation, kTokenizer, kEmpty };
-
-std::string_view error_type_name(TeiError e) {
-    switch (e) {
-        case TeiError::kBackend:
-            return "Backend";
-        case TeiError::kOverloaded:
-            return "Overloaded";
-        case TeiError::kTokenizer:
-            return "Tokenizer";
-        case TeiError::kEmpty:
-            return "Empty";
-        default:
-            return "Validation";
-    }
-}
-
-int error_status(TeiError e) {
-    switch (e) {
-        case TeiError::kBackend:
-            return 424;
-        case TeiError::kOverloaded:
-            return 429;
-        case TeiError::kEmpty:
-            return 400;
-        default:
-            return 422;  // Validation, Tokenizer
-    }
-}
-
-struct TeiFailure {
-    TeiError type = TeiError::kNone;
-    std::string message;
-    explicit operator bool() const { return type != TeiError::kNone; }
-};
-
-// TextEmbeddingsError's Display: "Input validation error: ..." for Validation and Empty.
-TeiFailure validation(std::string message) {
-    return {TeiError::kValidation, "Input validation error: " + std::move(message)};
-}
-TeiFailure empty_input(std::string message) {
-    return {TeiError::kEmpty, "Input validation error: " + std::move(message)};
-}
-
-// {"error","error_type"}, or the OpenAI route's {"message","code","type"}.
-std::string render_error(const TeiFailure& f, bool openai) {
-    std::string body;
-    JsonWriter w(body);
-    w.StartObject();
-    if (openai) {
-        w.kv("message", f.message);
-        w.kv_int("code", error_status(f.type));
-        w.kv("type", error_type_name(f.type));
-    } else {
-        w.kv("error", f.message);
-        w.kv("error_type", error_type_name(f.type));
-    }
-    w.EndObject();
-    return body;
-}
-
-class TeiErrors final : public ErrorStyle {
-public:
-    std::string_view render_status(int status, std::string_view message,
-                                   std::string& body) const override {
-        const TeiError type = status == 424   ? TeiError::kBackend
-                              : status == 429 ? TeiError::kOverloaded
-                              : status == 400 ? TeiError::kEmpty
-                                              : TeiError::kValidation;
-        body = render_error({type, std::string(message)}, false);
-        return kJson;
-    }
-    void render_event(std::string_view, std::string& event) const override { event.clear(); }
-};
-const TeiErrors kErrors;
-
-// axum's Json rejection for a body serde cannot read (plain text, as TGI's): 400 for bad JSON,
-// 422 for the wrong shape.
-struct Rejection {
-    int status = 0;
-    std::string message;
-};
-
-Rejection shape_error(std::string_view body, std::string_view what) {
-    return {422, "Failed to deserialize the JSON body into the target type: " + std::string(what) +
-                     serde_position(body)};
-}
-
-Rejection syntax_error(std::string_view body, const rapidjson::Document& doc) {
-    const std::size_t at = std::min<std::size_t>(doc.GetErrorOffset(), body.size());
-    return {400,
-            "Failed to parse the request body as JSON: " +
-                std::string(at >= body.size() ? "EOF while parsing a value" : "expected value") +
-                serde_position(body.substr(0, at + (at < body.size() ? 1 : 0)))};
-}
 
 // One input: text, or token ids (InputType).
 struct TeiInput {
@@ -166,60 +68,19 @@ bool read_inputs(const Value& v, std::vector<TeiInput>& out, bool& batch) {
     return true;
 }
 
-// prepare_pre_prompt: the text of the Sentence Transformers prompt `prompt_name` names.
-TeiFailure prompt_text(const Options& options, const std::string* prompt_name, std::string& out) {
-    if (prompt_name == nullptr) {
-        return {};
-    }
-    const auto& prompts = options.embedding.prompts;
-    if (prompts.empty()) {
-        return validation("`default-prompt-name` is set to `" + *prompt_name +
-                          "` but no prompts were found in the Sentence Transformers "
-                          "configuration");
-    }
-    const auto it = std::find_if(prompts.begin(), prompts.end(),
-                                 [&](const auto& p) { return p.first == *prompt_name; });
-    if (it == prompts.end()) {
-        std::string keys = "[";
-        for (std::size_t i = 0; i < prompts.size(); ++i) {
-            keys += (i > 0 ? ", \"" : "\"") + prompts[i].first + "\"";
-        }
-        return validation("`default-prompt-name` is set to `" + *prompt_name +
-                          "` but it was not found in the Sentence Transformers prompts. "
-                          "Available prompts: " +
-                          keys + "]");
-    }
-    out = it->second;
-    return {};
-}
-
-// The handlers' checks of a batch: not empty (a message without TextEmbeddingsError's prefix),
-// at most --max-client-batch-size.
-TeiFailure batch_error(bool batch, std::size_t size) {
-    if (batch && size == 0) {
-        return {TeiError::kEmpty, "`inputs` cannot be empty"};
-    }
-    if (batch && size > static_cast<std::size_t>(kMaxClientBatchSize)) {
-        return {TeiError::kValidation, "batch size " + std::to_string(size) +
-                                           " > maximum allowed batch size " +
-                                           std::to_string(kMaxClientBatchSize)};
-    }
-    return {};
-}
-
 // What embed_pooled does with one input: the prompt, the character limit, the tokenizer with
 // truncation, the token limit, then the vector. `tokens` gets the count.
 TeiFailure embed_one(const Options& options, const TeiInput& in, bool truncate, bool left,
                      const std::string* prompt_name, bool normalize,
                      std::optional<std::int64_t> dims, std::vector<float>& vector, int& tokens) {
     if (dims && *dims == 0) {
-        return validation("`dimensions` should be positive");
+        return tei_validation("`dimensions` should be positive");
     }
     if (in.ids ? in.token_ids.empty() : in.text.empty()) {
-        return empty_input("`inputs` cannot be empty");
+        return tei_empty_input("`inputs` cannot be empty");
     }
     std::string pre_prompt;
-    if (TeiFailure f = prompt_text(options, prompt_name, pre_prompt)) {
+    if (TeiFailure f = tei_prompt_text(options, prompt_name, pre_prompt)) {
         return f;
     }
     // Ids are decoded and encoded again (tokenize_input); a text gets the prompt in front.
@@ -240,8 +101,8 @@ TeiFailure embed_one(const Options& options, const TeiInput& in, bool truncate, 
     }
     if (chars > limit) {
         if (!truncate) {
-            return validation("`inputs` must have less than " + std::to_string(limit) +
-                              " characters. Given: " + std::to_string(chars));
+            return tei_validation("`inputs` must have less than " + std::to_string(limit) +
+                                  " characters. Given: " + std::to_string(chars));
         }
         text.resize(cut);
     }
@@ -254,11 +115,12 @@ TeiFailure embed_one(const Options& options, const TeiInput& in, bool truncate, 
         }
     }
     if (ids.size() > max_input) {
-        return validation("`inputs` must have less than " + std::to_string(max_input) +
-                          " tokens. Given: " + std::to_string(ids.size()));
+        return tei_validation("`inputs` must have less than " + std::to_string(max_input) +
+                              " tokens. Given: " + std::to_string(ids.size()));
     }
     if (dims && *dims > options.embedding.dim) {
-        return validation("`dimensions` should be smaller than the maximum embedding dimension.");
+        return tei_validation(
+            "`dimensions` should be smaller than the maximum embedding dimension.");
     }
     vector = embed_tokens(options, ids, dims ? static_cast<int>(*dims) : 0, normalize);
     tokens = static_cast<int>(ids.size());
@@ -291,11 +153,11 @@ void add_metadata(Conn& conn, const Request& req, std::size_t chars, int tokens)
 }
 
 net::awaitable<void> handle_embed(Request& req, Conn& conn, const Options& options, bool openai) {
-    if (co_await early_fault(conn, req, kErrors)) {
+    if (co_await early_fault(conn, req, tei_errors())) {
         co_return;
     }
     rapidjson::Document doc;
-    Rejection rejection;
+    TeiRejection rejection;
     std::vector<TeiInput> inputs;
     bool batch = false;
     bool truncate = true;  // --auto-truncate's default
@@ -305,26 +167,27 @@ net::awaitable<void> handle_embed(Request& req, Conn& conn, const Options& optio
     std::optional<std::string> prompt_name;
     std::optional<std::int64_t> dims;
     if (!parse_json(req.body, doc)) {
-        rejection = syntax_error(req.body, doc);
+        rejection = tei_syntax_error(req.body, doc);
     } else if (!doc.IsObject()) {
-        rejection = shape_error(req.body, std::string("invalid type: ") + serde_type(doc) +
-                                              ", expected struct " +
-                                              (openai ? "OpenAICompatRequest" : "EmbedRequest"));
+        rejection = tei_shape_error(
+            req.body, std::string("invalid type: ") + serde_type(doc) + ", expected struct " +
+                          (openai ? "OpenAICompatRequest" : "EmbedRequest"));
     } else {
         const std::string_view field = openai ? "input" : "inputs";
         const Value* input = member(doc, field);
         if (input == nullptr) {
-            rejection = shape_error(req.body, "missing field `" + std::string(field) + "`");
+            rejection = tei_shape_error(req.body, "missing field `" + std::string(field) + "`");
         } else if (!read_inputs(*input, inputs, batch)) {
-            rejection = shape_error(
+            rejection = tei_shape_error(
                 req.body,
                 std::string(field) + ": data did not match any variant of untagged enum Input");
         }
         if (rejection.status == 0 && !openai) {
             if (const Value* t = member(doc, "truncate"); t != nullptr && !t->IsNull()) {
                 if (!t->IsBool()) {
-                    rejection = shape_error(req.body, "truncate: invalid type: " + serde_type(*t) +
-                                                          ", expected a boolean");
+                    rejection =
+                        tei_shape_error(req.body, "truncate: invalid type: " + serde_type(*t) +
+                                                      ", expected a boolean");
                 } else {
                     truncate = t->GetBool();
                 }
@@ -335,7 +198,7 @@ net::awaitable<void> handle_embed(Request& req, Conn& conn, const Options& optio
                 if (s == "Left" || s == "left") {
                     left = true;
                 } else if (s != "Right" && s != "right") {
-                    rejection = shape_error(
+                    rejection = tei_shape_error(
                         req.body, d->IsString()
                                       ? "truncation_direction: unknown variant `" + std::string(s) +
                                             "`, expected `Left` or `Right`"
@@ -346,15 +209,15 @@ net::awaitable<void> handle_embed(Request& req, Conn& conn, const Options& optio
             if (const Value* p = member(doc, "prompt_name"); p != nullptr && !p->IsNull()) {
                 if (!p->IsString()) {
                     rejection =
-                        shape_error(req.body, "prompt_name: invalid type: " + serde_type(*p) +
-                                                  ", expected a string");
+                        tei_shape_error(req.body, "prompt_name: invalid type: " + serde_type(*p) +
+                                                      ", expected a string");
                 } else {
                     prompt_name.emplace(p->GetString(), p->GetStringLength());
                 }
             }
             if (const Value* n = member(doc, "normalize"); n != nullptr) {
                 if (!n->IsBool()) {
-                    rejection = shape_error(
+                    rejection = tei_shape_error(
                         req.body, "normalize: invalid type: " +
                                       (n->IsNull() ? std::string("null") : serde_type(*n)) +
                                       ", expected a boolean");
@@ -370,7 +233,7 @@ net::awaitable<void> handle_embed(Request& req, Conn& conn, const Options& optio
                 if (s == "base64") {
                     base64_wanted = true;
                 } else if (s != "float") {
-                    rejection = shape_error(
+                    rejection = tei_shape_error(
                         req.body, f->IsString()
                                       ? "encoding_format: unknown variant `" + std::string(s) +
                                             "`, expected `float` or `base64`"
@@ -381,19 +244,20 @@ net::awaitable<void> handle_embed(Request& req, Conn& conn, const Options& optio
             for (const char* name : {"model", "user"}) {
                 if (const Value* v = member(doc, name);
                     v != nullptr && !v->IsNull() && !v->IsString()) {
-                    rejection = shape_error(req.body, std::string(name) + ": invalid type: " +
-                                                          serde_type(*v) + ", expected a string");
+                    rejection = tei_shape_error(req.body, std::string(name) +
+                                                              ": invalid type: " + serde_type(*v) +
+                                                              ", expected a string");
                 }
             }
         }
         if (const Value* d = member(doc, "dimensions");
             rejection.status == 0 && d != nullptr && !d->IsNull()) {
             if (d->IsInt64() && d->GetInt64() < 0) {
-                rejection =
-                    shape_error(req.body, "dimensions: invalid value: integer `" +
-                                              std::to_string(d->GetInt64()) + "`, expected usize");
+                rejection = tei_shape_error(req.body, "dimensions: invalid value: integer `" +
+                                                          std::to_string(d->GetInt64()) +
+                                                          "`, expected usize");
             } else if (!d->IsUint64()) {
-                rejection = shape_error(
+                rejection = tei_shape_error(
                     req.body, "dimensions: invalid type: " + serde_type(*d) + ", expected usize");
             } else {
                 dims = static_cast<std::int64_t>(d->GetUint64());
@@ -405,10 +269,10 @@ net::awaitable<void> handle_embed(Request& req, Conn& conn, const Options& optio
         co_return;
     }
     auto fail = [&](const TeiFailure& f) -> net::awaitable<void> {
-        co_await conn.send(error_status(f.type), kJson, render_error(f, openai));
+        co_await conn.send(tei_error_status(f.type), kJson, tei_error_body(f, openai));
     };
     // (GCC 12 destroys a braced temporary in a co_await's arguments twice: named first.)
-    if (const TeiFailure f = batch_error(batch, inputs.size())) {
+    if (const TeiFailure f = tei_batch_error(batch, inputs.size())) {
         co_await fail(f);
         co_return;
     }
@@ -473,178 +337,7 @@ net::awaitable<void> handle_embed(Request& req, Conn& conn, const Options& optio
         w.EndObject();
         w.EndObject();
     };
-    co_await send_computed(conn, req, render, kErrors, kJson);
-}
-
-net::awaitable<void> handle_tokenize(Request& req, Conn& conn, const Options& options) {
-    rapidjson::Document doc;
-    Rejection rejection;
-    std::vector<std::string_view> texts;
-    bool batch = false;
-    std::optional<std::string> prompt_name;
-    if (!parse_json(req.body, doc)) {
-        rejection = syntax_error(req.body, doc);
-    } else if (!doc.IsObject()) {
-        rejection = shape_error(
-            req.body, "invalid type: " + serde_type(doc) + ", expected struct TokenizeRequest");
-    } else if (const Value* inputs = member(doc, "inputs"); inputs == nullptr) {
-        rejection = shape_error(req.body, "missing field `inputs`");
-    } else if (inputs->IsString()) {
-        texts.emplace_back(inputs->GetString(), inputs->GetStringLength());
-    } else if (inputs->IsArray()) {
-        batch = true;
-        for (const Value& item : inputs->GetArray()) {
-            if (!item.IsString()) {
-                rejection = shape_error(req.body,
-                                        "inputs: data did not match any variant of untagged enum "
-                                        "TokenizeInput");
-                break;
-            }
-            texts.emplace_back(item.GetString(), item.GetStringLength());
-        }
-    } else {
-        rejection = shape_error(
-            req.body, "inputs: data did not match any variant of untagged enum TokenizeInput");
-    }
-    if (rejection.status == 0) {
-        bool flag = true;
-        if (get_bool(doc, "add_special_tokens", flag) == Lookup::kWrongType) {
-            rejection = shape_error(req.body, "add_special_tokens: invalid type: " +
-                                                  serde_type(*member(doc, "add_special_tokens")) +
-                                                  ", expected a boolean");
-        }
-        if (const Value* p = member(doc, "prompt_name"); p != nullptr && !p->IsNull()) {
-            if (p->IsString()) {
-                prompt_name.emplace(p->GetString(), p->GetStringLength());
-            } else {
-                rejection = shape_error(req.body, "prompt_name: invalid type: " + serde_type(*p) +
-                                                      ", expected a string");
-            }
-        }
-    }
-    if (rejection.status != 0) {
-        co_await conn.send(rejection.status, kPlainText, rejection.message);
-        co_return;
-    }
-    auto fail = [&](const TeiFailure& f) -> net::awaitable<void> {
-        co_await conn.send(error_status(f.type), kJson, render_error(f, false));
-    };
-    if (const TeiFailure f = batch_error(batch, texts.size())) {
-        co_await fail(f);
-        co_return;
-    }
-    std::string body;
-    JsonWriter w(body);
-    w.StartArray();  // TokenizeResponse(Vec<Vec<SimpleToken>>): nested even for one input
-    for (std::string_view text : texts) {
-        if (text.empty()) {
-            co_await fail(empty_input("`inputs` cannot be empty"));
-            co_return;
-        }
-        std::string input;
-        if (const TeiFailure f =
-                prompt_text(options, prompt_name ? &*prompt_name : nullptr, input)) {
-            co_await fail(f);
-            co_return;
-        }
-        input += text;
-        w.StartArray();
-        for (const Token& t : tokenize(input)) {
-            w.StartObject();
-            w.kv_int("id", t.id);
-            if (t.special) {
-                // A special token: its own text, no offsets.
-                w.kv("text", t.piece);
-                w.kv_bool("special", true);
-                w.kv_null("start");
-                w.kv_null("stop");
-            } else {
-                w.kv("text",
-                     to_valid_utf8(std::string_view(input).substr(t.start, t.stop - t.start)));
-                w.kv_bool("special", false);
-                w.kv_int("start", static_cast<std::int64_t>(t.start));
-                w.kv_int("stop", static_cast<std::int64_t>(t.stop));
-            }
-            w.EndObject();
-        }
-        w.EndArray();
-    }
-    w.EndArray();
-    co_await conn.send(200, kJson, body);
-}
-
-net::awaitable<void> handle_decode(Request& req, Conn& conn) {
-    rapidjson::Document doc;
-    Rejection rejection;
-    std::vector<std::vector<std::int64_t>> lists;
-    bool skip_special = true;
-    auto read_ids = [](const Value& v, std::vector<std::int64_t>& out) {
-        if (!v.IsArray()) {
-            return false;
-        }
-        for (const Value& id : v.GetArray()) {
-            if (!id.IsUint()) {
-                return false;
-            }
-            out.push_back(id.GetUint());
-        }
-        return true;
-    };
-    if (!parse_json(req.body, doc)) {
-        rejection = syntax_error(req.body, doc);
-    } else if (!doc.IsObject()) {
-        rejection = shape_error(
-            req.body, "invalid type: " + serde_type(doc) + ", expected struct DecodeRequest");
-    } else if (const Value* ids = member(doc, "ids"); ids == nullptr) {
-        rejection = shape_error(req.body, "missing field `ids`");
-    } else {
-        // InputIds: Single(Vec<u32>) | Batch(Vec<Vec<u32>>), untagged: [] is a Single.
-        std::vector<std::int64_t> single;
-        if (read_ids(*ids, single)) {
-            lists.push_back(std::move(single));
-        } else if (ids->IsArray()) {
-            for (const Value& list : ids->GetArray()) {
-                if (!read_ids(list, lists.emplace_back())) {
-                    rejection = shape_error(
-                        req.body, "ids: data did not match any variant of untagged enum InputIds");
-                    break;
-                }
-            }
-            if (rejection.status == 0 && lists.empty()) {
-                lists.emplace_back();
-            }
-        } else {
-            rejection = shape_error(
-                req.body, "ids: data did not match any variant of untagged enum InputIds");
-        }
-        if (rejection.status == 0 &&
-            get_bool(doc, "skip_special_tokens", skip_special) == Lookup::kWrongType) {
-            rejection = shape_error(req.body, "skip_special_tokens: invalid type: " +
-                                                  serde_type(*member(doc, "skip_special_tokens")) +
-                                                  ", expected a boolean");
-        }
-    }
-    if (rejection.status != 0) {
-        co_await conn.send(rejection.status, kPlainText, rejection.message);
-        co_return;
-    }
-    if (const TeiFailure f = batch_error(true, lists.size()); f && !lists.empty()) {
-        co_await conn.send(error_status(f.type), kJson, render_error(f, false));
-        co_return;
-    }
-    std::string body;
-    JsonWriter w(body);
-    w.StartArray();  // DecodeResponse(Vec<String>)
-    for (const auto& ids : lists) {
-        if (ids.empty()) {
-            const TeiFailure f = empty_input("`input_ids` cannot be empty");
-            co_await conn.send(error_status(f.type), kJson, render_error(f, false));
-            co_return;
-        }
-        w.str(to_valid_utf8(detokenize(ids, skip_special)));
-    }
-    w.EndArray();
-    co_await conn.send(200, kJson, body);
+    co_await send_computed(conn, req, render, tei_errors(), kJson);
 }
 
 std::string info_body(const Options& options) {
@@ -666,7 +359,7 @@ std::string info_body(const Options& options) {
     w.kv_int("max_input_length", options.max_model_len);
     w.kv_int("max_batch_tokens", std::max(kMaxBatchTokens, options.max_model_len));
     w.kv_null("max_batch_requests");
-    w.kv_int("max_client_batch_size", kMaxClientBatchSize);
+    w.kv_int("max_client_batch_size", kTeiMaxClientBatchSize);
     w.kv_bool("auto_truncate", true);
     w.kv_int("tokenization_workers", options.threads);
     w.kv("version", kTeiVersion);
@@ -688,9 +381,9 @@ net::awaitable<void> route_tei(Request& req, Conn& conn, const Options& options)
         if (!post) {
             co_await conn.send(405, "", "");
         } else if (path == "/tokenize") {
-            co_await handle_tokenize(req, conn, options);
+            co_await handle_tei_tokenize(req, conn, options);
         } else if (path == "/decode") {
-            co_await handle_decode(req, conn);
+            co_await handle_tei_decode(req, conn);
         } else {
             co_await handle_embed(req, conn, options, openai);
         }

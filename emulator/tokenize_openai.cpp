@@ -1,71 +1,15 @@
-// The tokenizer routes, all on tokenizer.hpp: vLLM's POST /tokenize and /detokenize
-// (vllm/entrypoints/serve/tokenize/, protocol.py TokenizeCompletionRequest / TokenizeChatRequest),
-// SGLang's POST /tokenize, /v1/tokenize, /detokenize, /v1/detokenize
-// (entrypoints/openai/serving_tokenize.py), llama.cpp's POST /tokenize, /detokenize and
-// /apply-template (examples/server/server.cpp at c392e509) and TGI's POST /tokenize
-// (router/src/server.rs, encoding_to_tokens). TEI's /tokenize and /decode are in tei_api.cpp.
-#include <limits>
+// vLLM's POST /tokenize and /detokenize (vllm/entrypoints/serve/tokenize/, protocol.py
+// TokenizeCompletionRequest / TokenizeChatRequest) and SGLang's POST /tokenize, /v1/tokenize,
+// /detokenize, /v1/detokenize (entrypoints/openai/serving_tokenize.py), on tokenizer.hpp.
 #include <optional>
 
 #include "emulator/embed.hpp"
 #include "emulator/json_util.hpp"
-#include "emulator/llamacpp.hpp"
-#include "emulator/tgi_request.hpp"
 
 namespace infergate::emulator {
 namespace {
 
 using rapidjson::Value;
-
-// A chat's template tokens from OpenAI-style messages (text parts only, as the generation routes
-// count them). Returns false when `messages` is not a list of objects with a string role.
-bool chat_from_messages(const Value& messages, ChatTokens& chat) {
-    if (!messages.IsArray()) {
-        return false;
-    }
-    for (const Value& m : messages.GetArray()) {
-        const Value* role = m.IsObject() ? member(m, "role") : nullptr;
-        if (role == nullptr || !role->IsString()) {
-            return false;
-        }
-        chat.add_message({role->GetString(), role->GetStringLength()});
-        const Value* content = member(m, "content");
-        if (content == nullptr) {
-            continue;
-        }
-        if (content->IsString()) {
-            chat.add_content({content->GetString(), content->GetStringLength()});
-        } else if (content->IsArray()) {
-            for (const Value& part : content->GetArray()) {
-                const Value* text = part.IsObject() ? member(part, "text") : nullptr;
-                if (text != nullptr && text->IsString()) {
-                    chat.add_content({text->GetString(), text->GetStringLength()});
-                }
-            }
-        } else if (!content->IsNull()) {
-            return false;
-        }
-    }
-    return true;
-}
-
-// A JSON list of token ids that a tokenizer's decode() takes (u32): nullopt for another shape;
-// `overflow` when an id does not fit.
-std::optional<std::vector<std::int64_t>> id_list(const Value& v, bool& overflow) {
-    if (!v.IsArray()) {
-        return std::nullopt;
-    }
-    std::vector<std::int64_t> ids;
-    for (const Value& id : v.GetArray()) {
-        if (!id.IsInt64()) {
-            return std::nullopt;
-        }
-        const std::int64_t x = id.GetInt64();
-        overflow = overflow || x < 0 || x > std::numeric_limits<std::uint32_t>::max();
-        ids.push_back(x);
-    }
-    return ids;
-}
 
 // --- vLLM -----------------------------------------------------------------------------------
 
@@ -341,17 +285,6 @@ int sglang_detokenize(const Value& doc, std::string& body) {
     return 200;
 }
 
-// --- llama.cpp ------------------------------------------------------------------------------
-
-std::string_view json_kind(const Value& v) {
-    return v.IsNumber()   ? "number"
-           : v.IsBool()   ? "boolean"
-           : v.IsNull()   ? "null"
-           : v.IsArray()  ? "array"
-           : v.IsString() ? "string"
-                          : "object";
-}
-
 }  // namespace
 
 net::awaitable<void> handle_vllm_tokenize(Request& req, Conn& conn, const Options& options,
@@ -391,151 +324,6 @@ net::awaitable<void> handle_sglang_tokenize(Request& req, Conn& conn, const Opti
             detokenize_route ? sglang_detokenize(doc, body) : sglang_tokenize(doc, options, body);
     }
     co_await conn.send(status, kJson, body);
-}
-
-net::awaitable<void> handle_llamacpp_tokens(Request& req, Conn& conn, const Options& options,
-                                            LlamaTokenRoute route) {
-    auto fail = [&](int status, std::string_view message) -> net::awaitable<void> {
-        std::string body;
-        render_llamacpp_error(status, message, body);
-        co_await conn.send(status, kLlamaJson, body);
-    };
-    rapidjson::Document doc;
-    if (!parse_json(req.body, doc)) {
-        co_await fail(500,
-                      "[json.exception.parse_error.101] parse error: syntax error while "
-                      "parsing value");
-        co_return;
-    }
-    const bool object = doc.IsObject();
-    std::string body;
-    JsonWriter w(body);
-    if (route == LlamaTokenRoute::kTokenize) {
-        const Value* content = object ? member(doc, "content") : nullptr;
-        std::vector<std::pair<std::int64_t, std::string>> tokens;  // id, piece
-        if (content != nullptr) {
-            // tokenize_mixed(): a string, or strings and ids mixed; special tokens parsed.
-            auto add_text = [&](std::string_view text) {
-                for (Token& t : tokenize(text)) {
-                    tokens.emplace_back(t.id, std::move(t.piece));
-                }
-            };
-            if (content->IsString()) {
-                add_text({content->GetString(), content->GetStringLength()});
-            } else if (content->IsArray()) {
-                for (const Value& item : content->GetArray()) {
-                    if (item.IsString()) {
-                        add_text({item.GetString(), item.GetStringLength()});
-                    } else if (item.IsInt64()) {
-                        const std::int64_t id = item.GetInt64();
-                        tokens.emplace_back(id, id_piece(id).value_or(std::string()));
-                    } else {
-                        co_await fail(500,
-                                      "[json.exception.type_error.302] type must be number, "
-                                      "but is " +
-                                          std::string(json_kind(item)));
-                        co_return;
-                    }
-                }
-            } else {
-                co_await fail(500, "[json.exception.type_error.302] type must be string, but is " +
-                                       std::string(json_kind(*content)));
-                co_return;
-            }
-        }
-        bool with_pieces = false;
-        get_bool(doc, "with_pieces", with_pieces);
-        w.StartObject();
-        w.key("tokens");
-        w.StartArray();
-        for (const auto& [id, piece] : tokens) {
-            if (!with_pieces) {
-                w.Int64(id);
-                continue;
-            }
-            w.StartObject();
-            w.kv_int("id", id);
-            w.key("piece");
-            if (is_valid_utf8(piece)) {
-                w.str(piece);
-            } else {
-                // Not valid UTF-8 (a byte token): the piece's bytes as numbers.
-                w.StartArray();
-                for (unsigned char c : piece) {
-                    w.Int(c);
-                }
-                w.EndArray();
-            }
-            w.EndObject();
-        }
-        w.EndArray();
-        w.EndObject();
-    } else if (route == LlamaTokenRoute::kDetokenize) {
-        std::string content;
-        if (const Value* tokens = object ? member(doc, "tokens") : nullptr) {
-            bool overflow = false;
-            const auto ids = id_list(*tokens, overflow);
-            if (!ids) {
-                co_await fail(500, "[json.exception.type_error.302] type must be array, but is " +
-                                       std::string(json_kind(*tokens)));
-                co_return;
-            }
-            content = detokenize(*ids, false);  // special tokens rendered
-        }
-        w.StartObject();
-        w.kv("content", to_valid_utf8(content));  // dump with error_handler_t::replace
-        w.EndObject();
-    } else {
-        const Value* messages = object ? member(doc, "messages") : nullptr;
-        ChatTokens chat;
-        if (messages == nullptr) {
-            co_await fail(500, "[json.exception.out_of_range.403] key 'messages' not found");
-            co_return;
-        }
-        if (!chat_from_messages(*messages, chat)) {
-            const std::string text = compact_json(*messages);
-            co_await fail(500,
-                          "Failed to parse messages: Expected 'messages' to be an array, "
-                          "got " +
-                              text + "; messages = " + text);
-            co_return;
-        }
-        std::string prompt;
-        for (const Token& t : chat.finish()) {
-            prompt += t.piece;
-        }
-        w.StartObject();
-        w.kv("prompt", prompt);
-        w.EndObject();
-    }
-    (void)options;
-    co_await conn.send(200, kLlamaJson, body);
-}
-
-net::awaitable<void> handle_tgi_tokenize(Request& req, Conn& conn, const Options& options) {
-    rapidjson::Document doc;
-    const bool doc_ok = parse_json(req.body, doc);
-    TgiRequest tr;
-    const TgiError error = parse_tgi_request(req.body, doc, doc_ok, false, options, tr);
-    if (error.kind == TgiError::kSyntax || error.kind == TgiError::kShape) {
-        // axum's Json rejection; /tokenize runs none of validation.rs's checks.
-        co_await conn.send(error.kind == TgiError::kSyntax ? 400 : 422, kPlainText, error.message);
-        co_return;
-    }
-    std::string body;
-    JsonWriter w(body);
-    w.StartArray();
-    for (const Token& t : tokenize(tr.inputs)) {
-        w.StartObject();
-        w.kv_int("id", t.id);
-        // String::from_utf8_lossy of the input's bytes at the token's offsets.
-        w.kv("text", to_valid_utf8(tr.inputs.substr(t.start, t.stop - t.start)));
-        w.kv_int("start", static_cast<std::int64_t>(t.start));
-        w.kv_int("stop", static_cast<std::int64_t>(t.stop));
-        w.EndObject();
-    }
-    w.EndArray();
-    co_await conn.send(200, kJson, body);
 }
 
 }  // namespace infergate::emulator
