@@ -213,7 +213,12 @@ Task<bool> Exchange::embed(canonical::EmbedDialect dialect) {
     std::string upstream_model;
     const RoutingTable::Pool* pool = table_->find(client_model, upstream_model);
     if (pool == nullptr) {
-        co_return co_await unknown_model(front, req.model.empty() ? std::string() : client_model);
+        // A named local: GCC 12 destroys a conditional's temporary inside a co_await twice.
+        std::string named;
+        if (!req.model.empty()) {
+            named = client_model;
+        }
+        co_return co_await unknown_model(front, named);
     }
     if (!route_capable(*pool, embeds)) {
         meter_.set_outcome(Outcome::upstream_error);
@@ -363,7 +368,11 @@ Task<bool> Exchange::tokenizer(const Route& route) {
     std::string upstream_model;
     const RoutingTable::Pool* pool = table_->find(client_model, upstream_model);
     if (pool == nullptr) {
-        co_return co_await unknown_model(*front, named.empty() ? std::string() : client_model);
+        std::string unknown;  // not a conditional inside the co_await (GCC 12)
+        if (!named.empty()) {
+            unknown = client_model;
+        }
+        co_return co_await unknown_model(*front, unknown);
     }
     if (!route_capable(*pool, capable)) {
         meter_.set_outcome(Outcome::upstream_error);
@@ -484,7 +493,11 @@ Task<bool> Exchange::apply_template() {
     std::string upstream_model;
     const RoutingTable::Pool* pool = table_->find(client_model, upstream_model);
     if (pool == nullptr) {
-        co_return co_await unknown_model(front, named->empty() ? std::string() : client_model);
+        std::string unknown;  // not a conditional inside the co_await (GCC 12)
+        if (!named->empty()) {
+            unknown = client_model;
+        }
+        co_return co_await unknown_model(front, unknown);
     }
     if (!route_capable(*pool, renders_templates)) {
         meter_.set_outcome(Outcome::upstream_error);

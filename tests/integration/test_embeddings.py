@@ -20,7 +20,7 @@ import struct
 import unittest
 from typing import Any
 
-from harness import OTHER_WIRE_STYLE, Emulator, Proxy, post_json, request, start
+from harness import OTHER_WIRE_STYLE, Emulator, Proxy, post_json, request, start, wait_until
 from scripted import ScriptedBackend, dumps, json_reply, raw_reply, split_random
 
 MODEL = "BAAI/bge-small-en-v1.5"
@@ -588,6 +588,11 @@ class TestEmbeddingsRouting(unittest.TestCase):
                 f"models: {{default: chat-model, aliases: {{emb: '{MODEL}'}}}}\n"
                 f"routing: {{retries: {{attempts: 3}}}}\n")
         cls.proxy = start(cls, Proxy, ["--access-log", "off"], config_yaml=yaml, model=MODEL)
+        # Every live backend identified (emb-dead is served from its config at once).
+        cls.proxy.wait_ready(model="chat-model")
+        wait_until(lambda: metric(request(cls.proxy.port, "GET", "/metrics").body.decode(),
+                                  "infergate_backend_up", backend="emb") == 1,
+                   timeout=30, what="backend 'emb' identified")
 
     def test_nameless_requests_go_to_a_backend_that_has_the_route(self):
         before = request(self.proxy.port, "GET", "/metrics").body.decode()
