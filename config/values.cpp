@@ -25,13 +25,15 @@ std::string_view to_string(BackendDialect d) {
             return "vllm_legacy";
         case BackendDialect::anthropic:
             return "anthropic";
+        case BackendDialect::tei:
+            return "tei";
     }
     return "auto";
 }
 
 std::string_view backend_dialect_names() {
     return "auto, openai (alias vllm), sglang, tgi, ollama, llamacpp (alias llama.cpp), "
-           "vllm_legacy, anthropic";
+           "vllm_legacy, anthropic, tei (alias text-embeddings-inference)";
 }
 
 std::optional<BackendDialect> parse_backend_dialect(std::string_view s) {
@@ -58,6 +60,9 @@ std::optional<BackendDialect> parse_backend_dialect(std::string_view s) {
     }
     if (s == "anthropic") {
         return BackendDialect::anthropic;
+    }
+    if (s == "tei" || s == "text-embeddings-inference") {
+        return BackendDialect::tei;
     }
     return std::nullopt;
 }

@@ -22,6 +22,7 @@ net::awaitable<void> route_ollama(Request& req, Conn& conn, const Options& optio
 net::awaitable<void> route_llamacpp(Request& req, Conn& conn, const Options& options);
 net::awaitable<void> route_vllm_legacy(Request& req, Conn& conn, const Options& options);
 net::awaitable<void> route_anthropic(Request& req, Conn& conn, const Options& options);
+net::awaitable<void> route_tei(Request& req, Conn& conn, const Options& options);
 
 inline constexpr std::string_view kTgiVersion = "3.3.6-dev0";
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "emulator/api.hpp"
+#include "emulator/embed.hpp"
 #include "emulator/format.hpp"
 #include "emulator/llamacpp.hpp"
 #include "emulator/logprob_wire.hpp"
@@ -352,11 +353,28 @@ net::awaitable<void> route_llamacpp(Request& req, Conn& conn, const Options& opt
     const std::string_view path = req.path;
     const bool get = req.method == verb::get;
     const bool post = req.method == verb::post;
-    if ((path == "/completion" || path == "/completions") && post) {
+    const bool completion = path == "/completion" || path == "/completions";
+    const bool oai_generation =
+        path == "/v1/completions" || path == "/v1/chat/completions" || path == "/chat/completions";
+    if ((completion || oai_generation || path == "/infill") && post && options.embedding.enabled) {
+        // handle_completions_impl and the chat handler under --embeddings.
+        std::string body;
+        render_llamacpp_error(
+            501, "This server does not support completions. Start it without `--embeddings`", body);
+        co_await conn.send(501, kLlamaJson, body);
+    } else if (completion && post) {
         co_await handle_completion(req, conn, options);
-    } else if ((path == "/v1/completions" || path == "/v1/chat/completions" ||
-                path == "/chat/completions") && post) {
+    } else if (oai_generation && post) {
         co_await handle_llamacpp_openai(req, conn, options, path != "/v1/completions");
+    } else if ((path == "/embedding" || path == "/embeddings" || path == "/v1/embeddings") &&
+               post) {
+        co_await handle_llamacpp_embeddings(req, conn, options, path == "/v1/embeddings");
+    } else if (path == "/tokenize" && post) {
+        co_await handle_llamacpp_tokens(req, conn, LlamaTokenRoute::kTokenize);
+    } else if (path == "/detokenize" && post) {
+        co_await handle_llamacpp_tokens(req, conn, LlamaTokenRoute::kDetokenize);
+    } else if (path == "/apply-template" && post) {
+        co_await handle_llamacpp_tokens(req, conn, LlamaTokenRoute::kApplyTemplate);
     } else if ((path == "/health" || path == "/v1/health") && get) {
         co_await conn.send(200, kLlamaJson, R"({"status":"ok"})");
     } else if (path == "/props" && (get || post)) {

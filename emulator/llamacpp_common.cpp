@@ -144,7 +144,10 @@ std::string llamacpp_props_body(const Options& options) {
     w.EndObject();
     w.kv_int("total_slots", 1);
     w.kv("model_path", "/models/" + options.model + ".gguf");
-    w.kv("chat_template", "{% for m in messages %}<|{{ m.role }}|> {{ m.content }} {% endfor %}");
+    // The stand-in template the emulator counts and /apply-template renders (tokenizer.hpp).
+    w.kv("chat_template",
+         "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>{% endfor %}"
+         "{% if add_generation_prompt %}<|im_start|>assistant{% endif %}");
     w.key("modalities");
     w.StartObject();
     w.kv_bool("vision", false);
@@ -161,7 +164,7 @@ std::string llamacpp_models_body(const Options& options) {
         w.kv_int("vocab_type", 2);
         w.kv_int("n_vocab", kTokenIdBase + static_cast<std::int64_t>(vocabulary().size()));
         w.kv_int("n_ctx_train", options.max_model_len);
-        w.kv_int("n_embd", 4096);
+        w.kv_int("n_embd", options.embedding.dim);
         w.kv_int("n_params", 7'241'732'096);
         w.kv_int("size", 4'683'087'332);
         w.EndObject();

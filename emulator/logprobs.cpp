@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cmath>
 
 #include "emulator/wire_common.hpp"
@@ -21,10 +20,6 @@ constexpr int kCandidates = 65;
 constexpr std::array<int, 8> kOutputRank = {0, 0, 0, 0, 0, 0, 1, 2};
 // A prompt token that is not one of the candidates gets one of these ranks.
 constexpr std::array<int, 8> kForeignRank = {0, 0, 1, 1, 2, 3, 5, 9};
-
-bool is_space(char c) {
-    return std::isspace(static_cast<unsigned char>(c)) != 0;
-}
 
 std::int64_t candidate(int i) {  // i in [0, kCandidates)
     return i < kCandidates - 1 ? kTokenIdBase + i : kEosTokenId;
@@ -118,17 +113,6 @@ void fill_position(std::uint64_t h, std::int64_t chosen, bool output, int top_n,
     }
 }
 
-std::string word_text(std::string_view text, std::size_t& pos) {
-    const std::size_t start = pos;
-    while (pos < text.size() && is_space(text[pos])) {
-        ++pos;
-    }
-    while (pos < text.size() && !is_space(text[pos])) {
-        ++pos;
-    }
-    return std::string(text.substr(start, pos - start));
-}
-
 void set_prefixes(std::vector<PromptToken>& tokens) {
     std::uint64_t h = kPromptSeed;
     for (PromptToken& t : tokens) {
@@ -140,12 +124,11 @@ void set_prefixes(std::vector<PromptToken>& tokens) {
 }  // namespace
 
 std::vector<PromptToken> prompt_tokens_from_text(std::string_view text) {
-    const std::vector<std::int64_t> ids = pseudo_token_ids(text);
+    std::vector<Token> words = prompt_word_tokens(text);
     std::vector<PromptToken> tokens;
-    tokens.reserve(ids.size());
-    std::size_t pos = 0;
-    for (std::int64_t id : ids) {
-        tokens.push_back({id, word_text(text, pos), 0});
+    tokens.reserve(words.size());
+    for (Token& t : words) {
+        tokens.push_back({t.id, std::move(t.piece), 0});
     }
     set_prefixes(tokens);
     return tokens;
@@ -169,43 +152,15 @@ std::string prompt_text(std::span<const PromptToken> tokens) {
     return text;
 }
 
-void ChatPromptTokens::push(std::int64_t id, std::string text) {
-    tokens_.push_back({id, std::move(text), 0});
-}
-
-void ChatPromptTokens::close_message() {
-    if (open_) {
-        push(kImEndId, "<|im_end|>");
-        open_ = false;
-    }
-}
-
-void ChatPromptTokens::add_message(std::string_view role) {
-    close_message();
-    push(kImStartId, "<|im_start|>");
-    const std::vector<std::int64_t> ids = pseudo_token_ids(role);
-    // An empty role still counts as one token (ChatPromptBuilder's 4 per message).
-    push(ids.front(), std::string(role));
-    push(kNewlineId, "\n");
-    open_ = true;
-}
-
-void ChatPromptTokens::add_content(std::string_view text) {
-    std::size_t pos = 0;
-    for (int i = count_words(text); i > 0; --i) {
-        const std::string word = word_text(text, pos);
-        const std::size_t start = word.find_first_not_of(" \t\n\r\f\v");
-        tokens_.push_back(
-            {pseudo_token_ids(std::string_view(word).substr(start)).front(), word, 0});
-    }
-}
-
 std::vector<PromptToken> ChatPromptTokens::finish() {
-    close_message();
-    push(kImStartId, "<|im_start|>");
-    push(pseudo_token_ids("assistant").front(), "assistant");
-    set_prefixes(tokens_);
-    return std::move(tokens_);
+    std::vector<Token> chat = chat_.finish();
+    std::vector<PromptToken> tokens;
+    tokens.reserve(chat.size());
+    for (Token& t : chat) {
+        tokens.push_back({t.id, std::move(t.piece), 0});
+    }
+    set_prefixes(tokens);
+    return tokens;
 }
 
 std::string token_piece(std::int64_t id, std::string_view eos_text) {
@@ -215,6 +170,12 @@ std::string token_piece(std::int64_t id, std::string_view eos_text) {
     const std::int64_t w = id - kTokenIdBase;
     if (w >= 0 && w < static_cast<std::int64_t>(pieces().size())) {
         return pieces()[static_cast<std::size_t>(w)];
+    }
+    if (id >= kHashedIdBase) {
+        // A piece the tokenizer routes gave out (tokenizer.hpp).
+        if (auto piece = id_piece(id)) {
+            return *piece;
+        }
     }
     return " [" + std::to_string(id) + "]";
 }

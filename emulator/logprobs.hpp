@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "emulator/generator.hpp"
+#include "emulator/tokenizer.hpp"
 
 namespace infergate::emulator {
 
@@ -35,13 +36,8 @@ struct PromptToken {
     std::uint64_t prefix = 0;
 };
 
-// Tokens that are not words: the stand-in chat template's framing (see ChatPromptTokens).
-inline constexpr std::int64_t kImStartId = 3;
-inline constexpr std::int64_t kImEndId = 4;
-inline constexpr std::int64_t kNewlineId = 5;
-
-// A text prompt's tokens: one per whitespace-separated word (ids as pseudo_token_ids, so the
-// count is prompt_from_text's).
+// A text prompt's tokens: one per whitespace-separated word, as the tokenizer cuts it without
+// matching special tokens (tokenizer.hpp; the count is prompt_from_text's).
 std::vector<PromptToken> prompt_tokens_from_text(std::string_view text);
 // A token-id prompt's tokens; an id decodes as token_piece() says.
 std::vector<PromptToken> prompt_tokens_from_ids(std::span<const std::int64_t> ids);
@@ -50,20 +46,19 @@ std::string prompt_text(std::span<const PromptToken> tokens);
 
 // The tokens of the chat template ChatPromptBuilder counts: per message "<|im_start|>", the
 // role, "\n", the content's words, "<|im_end|>"; then "<|im_start|>", "assistant".
+// (tokenizer.hpp's ChatTokens, as a listing's tokens).
 class ChatPromptTokens {
 public:
-    void add_message(std::string_view role);
-    void add_content(std::string_view text);
+    void add_message(std::string_view role) { chat_.add_message(role); }
+    void add_content(std::string_view text) { chat_.add_content(text); }
     std::vector<PromptToken> finish();
 
 private:
-    void push(std::int64_t id, std::string text);
-    void close_message();
-    std::vector<PromptToken> tokens_;
-    bool open_ = false;
+    ChatTokens chat_{false};
 };
 
-// " word" for a vocabulary id, `eos_text` for EOS, " [id]" for any other id.
+// " word" for a vocabulary id, `eos_text` for EOS, a piece the tokenizer gave out for its id,
+// " [id]" for any other id.
 std::string token_piece(std::int64_t id, std::string_view eos_text);
 
 // How many tokens the model's distribution covers (the words and EOS): top-n lists are at most

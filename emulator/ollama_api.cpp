@@ -2,6 +2,7 @@
 // generation routes (ollama_generate.cpp) and the OpenAI-layer model list. gin answers unknown
 // routes and wrong methods with a plain-text 404.
 #include "emulator/api.hpp"
+#include "emulator/embed.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/ollama.hpp"
 #include "emulator/wire_common.hpp"
@@ -98,9 +99,13 @@ std::string show_body(const Options& options) {
     w.EndObject();
     w.key("capabilities");
     w.StartArray();
-    w.str("completion");
-    w.str("tools");     // chat_extras.hpp: tool calls
-    w.str("thinking");  // and `think`
+    if (options.embedding.enabled) {
+        w.str("embedding");  // an embedding model has only this one
+    } else {
+        w.str("completion");
+        w.str("tools");     // chat_extras.hpp: tool calls
+        w.str("thinking");  // and `think`
+    }
     w.EndArray();
     w.kv("modified_at", modified_at());
     w.EndObject();
@@ -193,6 +198,8 @@ net::awaitable<void> route_ollama(Request& req, Conn& conn, const Options& optio
         co_await conn.send(200, kGoJson, tags_body(options, true));
     } else if (path == "/api/show" && post) {
         co_await handle_show(req, conn, options);
+    } else if ((path == "/api/embed" || path == "/api/embeddings") && post) {
+        co_await handle_ollama_embed(req, conn, options, path == "/api/embeddings");
     } else if ((path == "/api/generate" || path == "/api/chat") && post) {
         co_await handle_ollama_generation(req, conn, options, path == "/api/chat");
     } else if (path == "/v1/models" && req.method == verb::get) {

@@ -4,6 +4,7 @@
 
 #include "emulator/api.hpp"
 #include "emulator/chat_extras.hpp"
+#include "emulator/embed.hpp"
 #include "emulator/format.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/logprob_wire.hpp"
@@ -257,6 +258,10 @@ private:
 
 }  // namespace
 
+const ErrorStyle& ollama_errors() {
+    return kErrors;
+}
+
 net::awaitable<void> handle_ollama_generation(Request& req, Conn& conn, const Options& options,
                                               bool chat) {
     rapidjson::Document doc;
@@ -276,6 +281,13 @@ net::awaitable<void> handle_ollama_generation(Request& req, Conn& conn, const Op
     }
     if (auto [status, message] = parse_ollama(doc, chat, options, r); status != 0) {
         co_await send_ollama_error(conn, status, message);
+        co_return;
+    }
+    if (options.embedding.enabled) {
+        // An embedding model lacks the completion capability (scheduleRunner's check).
+        co_await send_ollama_error(conn, 400,
+                                   quoted(r.model, '"') + (chat ? " does not support chat"
+                                                                : " does not support generate"));
         co_return;
     }
     if (r.load_only) {

@@ -2,6 +2,7 @@
 #include <chrono>
 
 #include "emulator/api.hpp"
+#include "emulator/embed.hpp"
 #include "emulator/format.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/wire_common.hpp"
@@ -174,15 +175,65 @@ net::awaitable<void> handle_oai_generation(Request& req, Conn& conn, const Optio
     co_await run_stream(conn, req, choices, *encoder, errors);
 }
 
+// The openai dialect's generic flavour: an OpenAI-compatible server of no known make, in the
+// OpenAI API's shapes where they differ from vLLM's.
+net::awaitable<void> route_generic(Request& req, Conn& conn, const Options& options) {
+    const std::string_view path = req.path;
+    const bool post = req.method == verb::post;
+    if ((path == "/v1/completions" || path == "/v1/chat/completions") && post) {
+        co_await handle_oai_generation(req, conn, options, OaiFlavor::kVllm,
+                                       path == "/v1/chat/completions");
+    } else if (path == "/v1/embeddings" && post) {
+        co_await handle_generic_embeddings(req, conn, options);
+    } else if (path == "/v1/models" && req.method == verb::get) {
+        // The OpenAI API's model object: no root, parent, max_model_len or permission.
+        co_await conn.send(200, kJson, model_list_body(options.model, 1705948997, "system"));
+    } else if (path == "/health" && req.method == verb::get) {
+        co_await conn.send(200, "", "");
+    } else {
+        const std::string body = openai_api_error(
+            "Invalid URL (" + std::string(req.http != nullptr ? req.http->method_string() : "") +
+                " " + std::string(path) + ")",
+            "invalid_request_error");
+        co_await conn.send(404, kJson, body);
+    }
+}
+
 net::awaitable<void> route_openai(Request& req, Conn& conn, const Options& options) {
     const std::string_view path = req.path;
+    if (options.openai_generic) {
+        co_await route_generic(req, conn, options);
+        co_return;
+    }
     if (path == "/v1/completions" || path == "/v1/chat/completions") {
         if (req.method != verb::post) {
             co_await send_method_not_allowed(conn);
             co_return;
         }
+        if (options.embedding.enabled) {
+            // A pooling model has no generation handler (api_server.py).
+            std::string body;
+            render_vllm_error(OaiError{400,
+                                       path == "/v1/completions"
+                                           ? "The model does not support Completions API"
+                                           : "The model does not support Chat Completions API",
+                                       false},
+                              body);
+            co_await conn.send(400, kJson, body);
+            co_return;
+        }
         co_await handle_oai_generation(req, conn, options, OaiFlavor::kVllm,
                                        path == "/v1/chat/completions");
+        co_return;
+    }
+    if (path == "/v1/embeddings" || path == "/tokenize" || path == "/detokenize") {
+        if (req.method != verb::post) {
+            co_await send_method_not_allowed(conn);
+        } else if (path == "/v1/embeddings") {
+            co_await handle_vllm_embeddings(req, conn, options);
+        } else {
+            co_await handle_vllm_tokenize(req, conn, options, path == "/detokenize");
+        }
         co_return;
     }
     const bool get = req.method == verb::get;

@@ -20,7 +20,7 @@ byte. See docs/emulator.md.
 options:
   --listen HOST:PORT       address to listen on (default 127.0.0.1:8000; port 0 = ephemeral)
   --dialect NAME           wire dialect (default openai): openai (vLLM) | sglang | tgi |
-                           ollama | llamacpp | vllm_legacy | anthropic
+                           ollama | llamacpp | vllm_legacy | anthropic | tei
   --model NAME             served model name (default emulator-model)
   --max-model-len N        context length reported and enforced (default 4096)
   --ttft-ms N              delay before the first chunk (default 0)
@@ -52,6 +52,19 @@ the process as one engine replica (docs/emulator.md, "Prefix cache, prefill and 
                            (default 0)
   --max-running N          generations running at once, the rest wait FIFO (default 0 =
                            unlimited)
+
+the model as an embedding model (docs/emulator.md, "Embeddings and tokenizer routes"):
+  --embeddings             the model is an embedding model (vLLM pooling runner, SGLang
+                           --is-embedding, llama-server --embeddings, an Ollama embedding
+                           model); tei always is one
+  --embedding-dim N        values per vector (default 384)
+  --pooling P              mean (default) | cls | last | none (llamacpp only: a vector per
+                           token on /embedding, and /v1/embeddings refused)
+  --matryoshka[=D,...]     `dimensions` allowed (vLLM and SGLang refuse it otherwise): any, or
+                           only the listed ones
+  --st-prompt NAME=TEXT    a Sentence Transformers prompt for TEI's prompt_name (repeatable)
+  --openai-flavor F        openai dialect: vllm (default) | generic (the OpenAI API's own
+                           /v1/models and /v1/embeddings, no vLLM-only routes)
   --help                   this text
 
 per-request headers (override the options above but the replica's):
@@ -93,14 +106,58 @@ void parse_listen(std::string_view text, Options& options) {
     options.port = static_cast<std::uint16_t>(port);
 }
 
+// "64,128,256": the listed dimensions, each >= 1.
+bool parse_dims(std::string_view text, std::vector<int>& out) {
+    out.clear();
+    while (!text.empty()) {
+        const auto comma = text.find(',');
+        int dim = 0;
+        if (!parse_int(text.substr(0, comma), 1, dim)) {
+            return false;
+        }
+        out.push_back(dim);
+        text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    }
+    return !out.empty();
+}
+
+bool is_number_list(std::string_view text) {
+    std::vector<int> dims;
+    return parse_dims(text, dims);
+}
+
+// The embedding options a dialect cannot have.
+void check_embedding(Options& options) {
+    const Dialect d = options.dialect;
+    if (d == Dialect::kTei) {
+        options.embedding.enabled = true;
+    }
+    const bool has_embeddings = d == Dialect::kOpenai || d == Dialect::kSglang ||
+                                d == Dialect::kOllama || d == Dialect::kLlamacpp ||
+                                d == Dialect::kTei;
+    if (options.embedding.enabled && !has_embeddings) {
+        fail("--embeddings: this dialect's server has no embedding routes");
+    }
+    if (options.openai_generic && d != Dialect::kOpenai) {
+        fail("--openai-flavor is the openai dialect's");
+    }
+    if (options.embedding.pooling == Pooling::kNone && d != Dialect::kLlamacpp) {
+        fail("--pooling none is llama.cpp's (its per-token /embedding)");
+    }
+}
+
 }  // namespace
 
 std::optional<Dialect> parse_dialect(std::string_view name) {
     static constexpr std::pair<std::string_view, Dialect> kNames[] = {
-        {"openai", Dialect::kOpenai},     {"sglang", Dialect::kSglang},
-        {"tgi", Dialect::kTgi},           {"ollama", Dialect::kOllama},
-        {"llamacpp", Dialect::kLlamacpp}, {"vllm_legacy", Dialect::kVllmLegacy},
+        {"openai", Dialect::kOpenai},
+        {"sglang", Dialect::kSglang},
+        {"tgi", Dialect::kTgi},
+        {"ollama", Dialect::kOllama},
+        {"llamacpp", Dialect::kLlamacpp},
+        {"vllm_legacy", Dialect::kVllmLegacy},
         {"anthropic", Dialect::kAnthropic},
+        {"tei", Dialect::kTei},
     };
     for (const auto& [text, dialect] : kNames) {
         if (text == name) {
@@ -127,6 +184,17 @@ Options parse_command_line(int argc, char** argv) {
             options.defaults.wire.interim |= kInterim103;
             continue;
         }
+        if (arg == "--embeddings") {
+            options.embedding.enabled = true;
+            continue;
+        }
+        if (arg == "--matryoshka") {
+            options.embedding.matryoshka = true;
+            if (i + 1 < argc && is_number_list(argv[i + 1])) {
+                parse_dims(argv[++i], options.embedding.matryoshka_dims);
+            }
+            continue;
+        }
         if (arg == "--split-writes") {
             options.defaults.wire.split_max = kDefaultSplitMax;
             if (i + 1 < argc && is_number(argv[i + 1])) {
@@ -137,14 +205,16 @@ Options parse_command_line(int argc, char** argv) {
         }
         // Every other option takes a value, as "--opt value" or "--opt=value".
         static constexpr std::string_view kValued[] = {
-            "--listen",           "--dialect",      "--model",
-            "--max-model-len",    "--ttft-ms",      "--itl-ms",
-            "--tokens-per-chunk", "--eos-after",    "--fault",
-            "--fault-after",      "--threads",      "--legacy-delimiter",
-            "--json-style",       "--json-escape",  "--sse-style",
-            "--ndjson-style",     "--split-writes", "--interim",
-            "--style-seed",       "--early-hints",  "--prefix-cache",
-            "--prefix-block",     "--max-running",  "--prefill-us-per-token",
+            "--listen",           "--dialect",       "--model",
+            "--max-model-len",    "--ttft-ms",       "--itl-ms",
+            "--tokens-per-chunk", "--eos-after",     "--fault",
+            "--fault-after",      "--threads",       "--legacy-delimiter",
+            "--json-style",       "--json-escape",   "--sse-style",
+            "--ndjson-style",     "--split-writes",  "--interim",
+            "--style-seed",       "--early-hints",   "--prefix-cache",
+            "--prefix-block",     "--max-running",   "--prefill-us-per-token",
+            "--embedding-dim",    "--pooling",       "--matryoshka",
+            "--st-prompt",        "--openai-flavor",
         };
         std::string_view name = arg;
         std::string_view value;
@@ -173,8 +243,9 @@ Options parse_command_line(int argc, char** argv) {
         } else if (name == "--dialect") {
             const auto dialect = parse_dialect(value);
             if (!dialect) {
-                fail("--dialect must be one of openai, sglang, tgi, ollama, llamacpp, "
-                     "vllm_legacy, anthropic");
+                fail(
+                    "--dialect must be one of openai, sglang, tgi, ollama, llamacpp, "
+                    "vllm_legacy, anthropic, tei");
             }
             options.dialect = *dialect;
         } else if (name == "--model") {
@@ -216,6 +287,42 @@ Options parse_command_line(int argc, char** argv) {
             want_int(0, options.replica.prefill_us_per_token);
         } else if (name == "--max-running") {
             want_int(0, options.replica.max_running);
+        } else if (name == "--embedding-dim") {
+            want_int(1, options.embedding.dim);
+            if (options.embedding.dim > kMaxEmbeddingDim) {
+                fail("--embedding-dim must be at most " + std::to_string(kMaxEmbeddingDim));
+            }
+        } else if (name == "--pooling") {
+            static constexpr std::pair<std::string_view, Pooling> kPoolings[] = {
+                {"mean", Pooling::kMean},
+                {"cls", Pooling::kCls},
+                {"last", Pooling::kLast},
+                {"none", Pooling::kNone},
+            };
+            const auto* it = std::find_if(std::begin(kPoolings), std::end(kPoolings),
+                                          [&](const auto& p) { return p.first == value; });
+            if (it == std::end(kPoolings)) {
+                fail("--pooling must be mean, cls, last or none");
+            }
+            options.embedding.pooling = it->second;
+        } else if (name == "--matryoshka") {
+            options.embedding.matryoshka = true;
+            if (!value.empty() && !parse_dims(value, options.embedding.matryoshka_dims)) {
+                fail("--matryoshka wants a comma-separated list of dimensions, got '" +
+                     std::string(value) + "'");
+            }
+        } else if (name == "--openai-flavor") {
+            if (value != "vllm" && value != "generic") {
+                fail("--openai-flavor must be vllm or generic");
+            }
+            options.openai_generic = value == "generic";
+        } else if (name == "--st-prompt") {
+            const auto eq2 = value.find('=');
+            if (eq2 == std::string_view::npos || eq2 == 0) {
+                fail("--st-prompt wants NAME=TEXT, got '" + std::string(value) + "'");
+            }
+            options.embedding.prompts.emplace_back(std::string(value.substr(0, eq2)),
+                                                   std::string(value.substr(eq2 + 1)));
         } else {
             bool known = false;
             std::string why;
@@ -229,6 +336,7 @@ Options parse_command_line(int argc, char** argv) {
             }
         }
     }
+    check_embedding(options);
     return options;
 }
 

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -13,9 +15,9 @@
 
 namespace infergate::emulator {
 
-enum class Dialect { kOpenai, kSglang, kTgi, kOllama, kLlamacpp, kVllmLegacy, kAnthropic };
+enum class Dialect { kOpenai, kSglang, kTgi, kOllama, kLlamacpp, kVllmLegacy, kAnthropic, kTei };
 
-// "openai", "sglang", "tgi", "ollama", "llamacpp", "vllm_legacy", "anthropic".
+// "openai", "sglang", "tgi", "ollama", "llamacpp", "vllm_legacy", "anthropic", "tei".
 std::optional<Dialect> parse_dialect(std::string_view name);
 
 enum class FaultKind {
@@ -68,6 +70,28 @@ struct ReplicaOptions {
     bool logs_generations() const { return prefix_cache > 0 || max_running > 0; }
 };
 
+// --embedding-dim's upper bound (memory: a vector is built per token).
+inline constexpr int kMaxEmbeddingDim = 16384;
+
+// How a sequence's token vectors become one vector (embedding.hpp).
+enum class Pooling : std::uint8_t { kMean, kCls, kLast, kNone };
+
+// The served model as an embedding model (docs/emulator.md, "Embeddings and tokenizer routes").
+struct EmbeddingOptions {
+    // --embeddings: the model is an embedding model (vLLM's pooling runner, SGLang's
+    // --is-embedding, llama-server's --embeddings, an Ollama embedding model). Off, each server
+    // answers its embedding routes as it does for a generative model. TEI always is one.
+    bool enabled = false;
+    int dim = 384;                     // --embedding-dim
+    Pooling pooling = Pooling::kMean;  // --pooling
+    // --matryoshka[=D1,D2,...]: `dimensions` is allowed (vLLM and SGLang refuse it otherwise);
+    // an empty list allows any, a list only those.
+    bool matryoshka = false;
+    std::vector<int> matryoshka_dims;
+    // --st-prompt NAME=TEXT: the Sentence Transformers prompts TEI's prompt_name picks from.
+    std::vector<std::pair<std::string, std::string>> prompts;
+};
+
 struct Options {
     std::string host = "127.0.0.1";
     std::uint16_t port = 8000;
@@ -78,6 +102,10 @@ struct Options {
     bool quiet = false;
     Knobs defaults;
     ReplicaOptions replica;
+    EmbeddingOptions embedding;
+    // --openai-flavor generic (openai dialect): an OpenAI-compatible server that is not vLLM,
+    // the OpenAI API's own shapes on /v1/models and /v1/embeddings (docs/emulator.md).
+    bool openai_generic = false;
 };
 
 // Parses argv. On --help prints usage and exits 0; on a bad option prints the reason and exits 2.

@@ -81,6 +81,7 @@ std::string_view server_header(Dialect dialect) {
         case Dialect::kTgi:
         case Dialect::kOllama:
         case Dialect::kAnthropic:
+        case Dialect::kTei:
             return "";
         case Dialect::kLlamacpp:
             return "llama.cpp";
@@ -103,6 +104,8 @@ net::awaitable<void> route(Request& req, Conn& conn, const Options& options) {
             return route_vllm_legacy(req, conn, options);
         case Dialect::kAnthropic:
             return route_anthropic(req, conn, options);
+        case Dialect::kTei:
+            return route_tei(req, conn, options);
         default:
             return route_openai(req, conn, options);
     }

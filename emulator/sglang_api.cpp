@@ -7,6 +7,7 @@
 
 #include "emulator/api.hpp"
 #include "emulator/chat_extras.hpp"
+#include "emulator/embed.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/logprob_wire.hpp"
 #include "emulator/sglang_request.hpp"
@@ -384,7 +385,7 @@ std::string model_info_body(const Options& options) {
     w.StartObject();
     w.kv("model_path", options.model);
     w.kv("tokenizer_path", options.model);
-    w.kv_bool("is_generation", true);
+    w.kv_bool("is_generation", !options.embedding.enabled);  // --is-embedding
     w.kv_null("preferred_sampling_params");
     w.kv("weight_version", "default");
     w.EndObject();
@@ -421,6 +422,10 @@ std::string server_info_body(const Options& options) {
 
 }  // namespace
 
+const ErrorStyle& sglang_native_errors() {
+    return kNativeErrors;
+}
+
 net::awaitable<void> route_sglang(Request& req, Conn& conn, const Options& options) {
     const std::string_view path = req.path;
     const bool get = req.method == verb::get;
@@ -439,6 +444,20 @@ net::awaitable<void> route_sglang(Request& req, Conn& conn, const Options& optio
                                            path == "/v1/chat/completions");
         } else {
             co_await send_method_not_allowed(conn);
+        }
+        co_return;
+    }
+    const bool encode = path == "/encode";
+    if (encode || path == "/v1/embeddings" || path == "/tokenize" || path == "/v1/tokenize" ||
+        path == "/detokenize" || path == "/v1/detokenize") {
+        if (!post && !(encode && req.method == verb::put)) {
+            co_await send_method_not_allowed(conn);
+        } else if (encode) {
+            co_await handle_sglang_encode(req, conn, options);
+        } else if (path == "/v1/embeddings") {
+            co_await handle_sglang_embeddings(req, conn, options);
+        } else {
+            co_await handle_sglang_tokenize(req, conn, options, path.ends_with("/detokenize"));
         }
         co_return;
     }

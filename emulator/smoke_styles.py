@@ -55,8 +55,9 @@ def read_head(data, pos):
     return int(status), headers, end + 4
 
 
-def exchange(port, method, path, body=None, headers=None):
-    payload = b"" if body is None else json.dumps(body).encode()
+def exchange(port, method, path, body=None, headers=None, raw=None):
+    """`raw`: the body's bytes as they are (not JSON-encoded)."""
+    payload = raw if raw is not None else b"" if body is None else json.dumps(body).encode()
     head = f"{method} {path} HTTP/1.1\r\nHost: emulator\r\nConnection: close\r\n"
     head += f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
     head += "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items()) + "\r\n"

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "emulator/api.hpp"
+#include "emulator/embed.hpp"
 #include "emulator/format.hpp"
 #include "emulator/json_util.hpp"
 #include "emulator/logprob_wire.hpp"
@@ -314,6 +315,12 @@ net::awaitable<void> route_tgi(Request& req, Conn& conn, const Options& options)
     } else if (path == "/v1/chat/completions" || path == "/v1/completions") {
         if (post) {
             co_await handle_tgi_openai(req, conn, options, path == "/v1/chat/completions");
+        } else {
+            co_await conn.send(405, "", "");
+        }
+    } else if (path == "/tokenize") {
+        if (post) {
+            co_await handle_tgi_tokenize(req, conn, options);
         } else {
             co_await conn.send(405, "", "");
         }

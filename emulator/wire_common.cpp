@@ -1,9 +1,10 @@
 #include "emulator/wire_common.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <ctime>
+
+#include "emulator/tokenizer.hpp"
 
 namespace infergate::emulator {
 
@@ -87,36 +88,7 @@ std::int64_t nanos_between(std::chrono::steady_clock::time_point from,
 }
 
 std::vector<std::int64_t> pseudo_token_ids(std::string_view text) {
-    std::vector<std::int64_t> ids;
-    const auto vocab = vocabulary();
-    std::size_t i = 0;
-    while (i < text.size()) {
-        while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) {
-            ++i;
-        }
-        const std::size_t start = i;
-        while (i < text.size() && !std::isspace(static_cast<unsigned char>(text[i]))) {
-            ++i;
-        }
-        if (i == start) {
-            break;
-        }
-        const std::string_view word = text.substr(start, i - start);
-        const auto it = std::find(vocab.begin(), vocab.end(), word);
-        if (it != vocab.end()) {
-            ids.push_back(kTokenIdBase + (it - vocab.begin()));
-        } else {
-            std::uint64_t h = 1469598103934665603ULL;
-            for (unsigned char ch : word) {
-                h = (h ^ ch) * 1099511628211ULL;
-            }
-            ids.push_back(1000 + static_cast<std::int64_t>(h % 31000));
-        }
-    }
-    if (ids.empty()) {
-        ids.push_back(1);  // prompt_from_text counts an empty prompt as one token
-    }
-    return ids;
+    return token_ids(text);
 }
 
 void write_cached_details(JsonWriter& w, int cached) {

@@ -35,8 +35,9 @@ std::string rfc3339_now();
 std::int64_t nanos_between(std::chrono::steady_clock::time_point from,
                            std::chrono::steady_clock::time_point to);
 
-// Stand-in token ids of a text prompt, one per whitespace-separated word (a vocabulary word
-// gets its id, anything else a stable id >= 1000), so counts match prompt_from_text.
+// Token ids of a text prompt as the tokenizer gives them without matching special tokens
+// (tokenizer.hpp's token_ids), one per whitespace-separated word, so counts match
+// prompt_from_text.
 std::vector<std::int64_t> pseudo_token_ids(std::string_view text);
 
 // usage.prompt_tokens_details = {"cached_tokens": N}: the prompt tokens the prefix cache served.

@@ -55,6 +55,8 @@ std::string_view engine_name(D d) {
             return "vLLM's demo server";
         case D::anthropic:
             return "Anthropic";
+        case D::tei:
+            return "TEI";
         case D::auto_detect:
             break;
     }
@@ -69,7 +71,7 @@ struct Finding {
 
 constexpr std::string_view kSetDialect =
     "set --upstream-dialect (backends[].dialect in a config file) to one of openai, sglang, tgi, "
-    "ollama, llamacpp, vllm_legacy or anthropic";
+    "ollama, llamacpp, vllm_legacy, anthropic or tei";
 
 }  // namespace
 
@@ -181,12 +183,23 @@ Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::contex
         sgl_info.verdict = "200 but not SGLang's (no model_path)";
     }
 
-    // TGI's GET /info: the router crate's name, "text-generation-router".
+    // TGI's GET /info: the router crate's name, "text-generation-router". text-embeddings-
+    // inference's (router/src/lib.rs Info): no router, but `model_type` (an object naming the
+    // kind: {"embedding": {"pooling": "cls"}}) and `max_client_batch_size`.
+    const bool tei = tgi_info.doc.IsObject() && json::find(tgi_info.doc, "router") == nullptr &&
+                     json::find(tgi_info.doc, "model_type") != nullptr &&
+                     json::find(tgi_info.doc, "model_type")->IsObject() &&
+                     json::find(tgi_info.doc, "max_client_batch_size") != nullptr;
     if (string_member(tgi_info.doc, "router").starts_with("text-generation-router")) {
         findings.push_back({D::tgi, url(tgi_info) + " router \"text-generation-router\""});
         tgi_info.verdict = "TGI's info";
+    } else if (tei) {
+        findings.push_back({D::tei, url(tgi_info) + " has model_type and max_client_batch_size"});
+        tgi_info.verdict = "text-embeddings-inference's info";
     } else if (answered_200(tgi_info)) {
-        tgi_info.verdict = "200 but not TGI's (no router \"text-generation-router\")";
+        tgi_info.verdict =
+            "200 but not TGI's (no router \"text-generation-router\") and not "
+            "text-embeddings-inference's (no model_type)";
     }
 
     // Ollama's GET /: the plain text "Ollama is running" (SGLang's Ollama layer, when mounted on
@@ -287,6 +300,18 @@ Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::contex
             info.max_model_len = total;
         }
     }
+    if (found == D::tei) {
+        // served_model_name (newer releases; what its /v1/embeddings answers), else model_id.
+        if (info.served_model.empty()) {
+            info.served_model = string_member(tgi_info.doc, "served_model_name");
+        }
+        if (info.served_model.empty()) {
+            info.served_model = string_member(tgi_info.doc, "model_id");
+        }
+        if (auto n = int_member(tgi_info.doc, "max_input_length")) {
+            info.max_model_len = n;
+        }
+    }
     if (found == D::ollama && info.served_model.empty()) {
         // Ollama builds before its OpenAI layer have no /v1/models; /api/tags lists the models.
         Route tags;
@@ -359,7 +384,7 @@ Task<ProbeResult> probe_backend(const config::Backend& backend, net::ssl::contex
                 "--model NAME (backends[].model), or ";
         } else {
             info.detail +=
-                "none answered like SGLang, vLLM, TGI, Ollama, llama.cpp, Anthropic or "
+                "none answered like SGLang, vLLM, TGI, TEI, Ollama, llama.cpp, Anthropic or "
                 "an OpenAI model list; ";
         }
         info.detail += kSetDialect;

@@ -80,10 +80,10 @@ Task<bool> ClientWriter::send(http::status status, std::string body,
     co_return settled(ec) && keep_alive;
 }
 
-Task<bool> ClientWriter::send_error(const translators::Codec& codec, const canonical::Error& e) {
+Task<bool> ClientWriter::send_error(ErrorShape shape, const canonical::Error& e) {
     meter_.failure().message = e.message;
     std::string body;
-    codec.encode_error(e, body);
+    shape.encode(e, body);
     const int status = e.status >= 400 && e.status <= 599 ? e.status : 502;
     co_return co_await send(static_cast<http::status>(status), std::move(body));
 }

@@ -26,6 +26,23 @@ namespace translators {
 class Codec;
 }
 
+// How an error body is written for the client: a generation codec's encode_error, or the one of
+// a route's own API (the embeddings and tokenizer codecs): any object with
+// `encode_error(const canonical::Error&, std::string&) const`, borrowed for the call.
+class ErrorShape {
+public:
+    template <class Codec>
+    ErrorShape(const Codec& codec)  // NOLINT(google-explicit-constructor): a codec is a shape
+        : codec_(&codec), encode_([](const void* c, const canonical::Error& e, std::string& out) {
+              static_cast<const Codec*>(c)->encode_error(e, out);
+          }) {}
+    void encode(const canonical::Error& e, std::string& out) const { encode_(codec_, e, out); }
+
+private:
+    const void* codec_;
+    void (*encode_)(const void*, const canonical::Error&, std::string&);
+};
+
 class ClientWriter {
 public:
     // `write_timeout`: the longest a write may wait for the client (client_idle_ms of the
@@ -42,9 +59,9 @@ public:
     // A whole answer. Returns whether the connection may serve another request.
     Task<bool> send(http::status status, std::string body,
                     std::string_view content_type = "application/json");
-    // `e` in `codec`'s error shape (a status outside 400-599 is sent as 502); its message is
-    // what the request's warn line says.
-    Task<bool> send_error(const translators::Codec& codec, const canonical::Error& e);
+    // `e` in `shape` (a status outside 400-599 is sent as 502); its message is what the
+    // request's warn line says.
+    Task<bool> send_error(ErrorShape shape, const canonical::Error& e);
     // In OpenAI's shape: the routes that belong to no one dialect (404, 405, /metrics ...).
     Task<bool> send_openai_error(const canonical::Error& e);
 

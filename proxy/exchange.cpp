@@ -60,6 +60,13 @@ Task<bool> Exchange::dispatch() {
             co_return co_await reload();
         case Route::Kind::generate: co_return co_await generate(route.dialect, route.path);
         case Route::Kind::generate_by_body: co_return co_await generate_by_body(route.path);
+        case Route::Kind::embed:
+            co_return co_await embed(route.embed_dialect);
+        case Route::Kind::tokenize:
+        case Route::Kind::detokenize:
+            co_return co_await tokenizer(route);
+        case Route::Kind::apply_template:
+            co_return co_await apply_template();
         case Route::Kind::root: co_return co_await root();
         case Route::Kind::tgi_info: co_return co_await tgi_info();
         case Route::Kind::ollama_tags: co_return co_await ollama_tags(false);
@@ -140,7 +147,7 @@ void Exchange::route_primary() {
     }
 }
 
-Task<bool> Exchange::not_ready(const translators::Codec& front, const BackendView& view) {
+Task<bool> Exchange::not_ready(ErrorShape front, const BackendView& view) {
     meter_.set_outcome(Outcome::upstream_error);
     canonical::Error e;
     e.status = 503;
@@ -159,7 +166,7 @@ Task<bool> Exchange::not_ready(const translators::Codec& front, const BackendVie
     co_return co_await client_.send_error(front, e);
 }
 
-Task<bool> Exchange::unknown_model(const translators::Codec& front, const std::string& model) {
+Task<bool> Exchange::unknown_model(ErrorShape front, const std::string& model) {
     // A backend whose models are not known yet may serve it: not ready rather than unknown.
     for (const BackendView& view : table_->backends()) {
         if (!view.info.ready) {
@@ -231,8 +238,10 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
     in_flight_->fetch_add(1, std::memory_order_relaxed);
     const BackendView& view = upstream_.backend_view();
     const BackendInfo& info = view.info;
+    const std::string named = backend_name(view.config);
     const translators::Plan plan = translators::plan_generation(
-        dialect, req, translators::BackendFacts{info.dialect, info.flavor, view.config.url.host});
+        dialect, req,
+        translators::BackendFacts{info.dialect, info.flavor, view.config.url.host, named});
     if (plan.refusal) {
         meter_.set_outcome(Outcome::rejected);
         co_return co_await client_.send_error(front, *plan.refusal);

@@ -54,10 +54,28 @@ private:
     // (401 in the client's dialect) and that is the keep-alive result.
     Task<std::optional<bool>> authorize(const Route& route);
     // The key's limits for a generation (429 with Retry-After when over one).
-    Task<std::optional<bool>> admit(const translators::Codec& front);
+    Task<std::optional<bool>> admit(ErrorShape front);
     // `path` is the matched route (TGI answers /generate, /generate_stream and / differently).
     Task<bool> generate(canonical::Dialect dialect, std::string_view path);
     Task<bool> generate_by_body(std::string_view path);
+    // Embeddings and the tokenizer's routes (exchange_embed.cpp): decoded, routed to a backend
+    // that has the route, sent (the client's bytes on the same-dialect fast path), answered.
+    Task<bool> embed(canonical::EmbedDialect dialect);
+    Task<bool> tokenizer(const Route& route);
+    Task<bool> apply_template();
+    // The model a request that names none gets: the default model when a backend with the
+    // route (`capable`) serves it, else the first model such a backend serves.
+    std::string default_model_for(bool (*capable)(const BackendInfo&)) const;
+    // Targets the upstream call at a replica of `pool` whose backend is `capable`, skipping the
+    // others (when none is, at any: the plan then names what that backend lacks). False when
+    // the pool has no replica.
+    bool route_capable(const RoutingTable::Pool& pool, bool (*capable)(const BackendInfo&));
+    // The call to the routed backend with failover (as Generation::open, without the hedge):
+    // nullopt when a 2xx head is in, else the keep-alive result of the error the client got.
+    template <class BackCodec>
+    Task<std::optional<bool>> call_backend(std::string body, std::string_view path,
+                                           ErrorShape front, const BackCodec& back,
+                                           const RoutingTable::Pool& pool);
     Task<bool> root();
     Task<bool> serve_metrics();
     Task<bool> reload();  // POST /-/reload: the server re-reads the config file
@@ -86,9 +104,9 @@ private:
     void route_primary();
     // A model no backend serves: 404 listing the served ones (503 while a backend's models
     // are not known yet), in the client's dialect.
-    Task<bool> unknown_model(const translators::Codec& front, const std::string& model);
+    Task<bool> unknown_model(ErrorShape front, const std::string& model);
     // A backend not identified yet: 503 saying why.
-    Task<bool> not_ready(const translators::Codec& front, const BackendView& view);
+    Task<bool> not_ready(ErrorShape front, const BackendView& view);
     // What the info routes show: the names clients may use (the served model, then every
     // alias) and the backend's facts.
     canonical::ModelCatalogue catalogue() const;

@@ -45,7 +45,27 @@ canonical::Dialect client_dialect(const Route& route, const ClientRequest& reque
         case Route::Kind::ollama_ps:
             return Dialect::ollama_chat;
         case Route::Kind::llamacpp_props:
+        case Route::Kind::apply_template:
             return Dialect::llamacpp;
+        case Route::Kind::embed:
+            switch (route.embed_dialect) {
+                case canonical::EmbedDialect::ollama:
+                case canonical::EmbedDialect::ollama_legacy:
+                    return Dialect::ollama_chat;
+                case canonical::EmbedDialect::tei:
+                    return Dialect::tgi;  // TEI's error body is TGI's
+                case canonical::EmbedDialect::llamacpp:
+                    return Dialect::llamacpp;
+                case canonical::EmbedDialect::openai:
+                    break;
+            }
+            break;
+        case Route::Kind::tokenize:
+        case Route::Kind::detokenize:
+            if (route.tokenizer == canonical::TokenizerDialect::tei) {
+                return Dialect::tgi;
+            }
+            break;
         default:
             break;
     }
@@ -87,7 +107,7 @@ Task<std::optional<bool>> Exchange::authorize(const Route& route) {
     co_return co_await client_.send_error(translators::codec_for(dialect), e);
 }
 
-Task<std::optional<bool>> Exchange::admit(const translators::Codec& front) {
+Task<std::optional<bool>> Exchange::admit(ErrorShape front) {
     if (key_ < 0) {
         co_return std::nullopt;
     }

@@ -16,35 +16,24 @@ int64_t unix_seconds() {
         .count();
 }
 
-namespace {
-
-// An answer that says the engine did not take the request (overloaded, draining, starting):
-// another replica may. 503 (vLLM, SGLang and TGI when their engine is down or full), 529
-// (Anthropic's overloaded_error), 429 that says "overloaded" (TGI's queue). Not a 429 rate
-// limit: that one is the client's.
 bool refused_by_engine(int status, std::string_view body) {
     return status == 503 || status == 529 ||
            (status == 429 && (body.find("verloaded") != std::string_view::npos ||
                               body.find("overload") != std::string_view::npos));
 }
 
-// Counted in RoutingShared::retrying while it lives (the retry budget).
-struct RetrySlot {
-    RoutingShared* shared = nullptr;
-    void take(RoutingShared& s) {
-        if (shared == nullptr) {
-            shared = &s;
-            s.retrying.fetch_add(1, std::memory_order_relaxed);
-        }
+void RetrySlot::take(RoutingShared& s) {
+    if (shared == nullptr) {
+        shared = &s;
+        s.retrying.fetch_add(1, std::memory_order_relaxed);
     }
-    ~RetrySlot() {
-        if (shared != nullptr) {
-            shared->retrying.fetch_sub(1, std::memory_order_relaxed);
-        }
-    }
-};
+}
 
-}  // namespace
+RetrySlot::~RetrySlot() {
+    if (shared != nullptr) {
+        shared->retrying.fetch_sub(1, std::memory_order_relaxed);
+    }
+}
 
 Task<std::optional<bool>> Generation::open(bool upstream_streams) {
     std::string body;

@@ -46,6 +46,19 @@ private:
     bool (*fn_)(void*, UpstreamCall&);
 };
 
+// An answer that says the engine did not take the request (overloaded, draining, starting):
+// another replica may. 503 (vLLM, SGLang and TGI when their engine is down or full), 529
+// (Anthropic's overloaded_error), 429 that says "overloaded" (TGI's queue). Not a 429 rate
+// limit: that one is the client's.
+bool refused_by_engine(int status, std::string_view body);
+
+// Counted in RoutingShared::retrying while it lives (the retry budget).
+struct RetrySlot {
+    RoutingShared* shared = nullptr;
+    void take(RoutingShared& s);
+    ~RetrySlot();
+};
+
 struct Generation {
     Worker& worker;
     ClientRequest& request;  // the client's bytes (the fast path sends them on)

@@ -39,7 +39,8 @@ Options:
                          auth: keep it on 127.0.0.1 or a private network); health routes are
                          on both; printed as "admin listening on HOST:PORT"
   --upstream-dialect D   auto (default: probe the backend's info routes), openai (also:
-                         vllm), sglang, tgi, ollama, llamacpp, vllm_legacy or anthropic
+                         vllm), sglang, tgi, ollama, llamacpp, vllm_legacy, anthropic or tei
+                         (text-embeddings-inference: embeddings and tokenizer only)
   --model NAME           the backend's served model name (default: discovered)
   --alias NAME=MODEL     let clients call MODEL by NAME (repeatable)
   --api-key-env VAR      send "Authorization: Bearer $VAR" (Anthropic: "x-api-key") upstream

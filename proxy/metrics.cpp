@@ -46,6 +46,22 @@ std::string_view to_string(RouteLabel r) {
             return "vllm_generate";
         case RouteLabel::anthropic_messages:
             return "anthropic_messages";
+        case RouteLabel::openai_embeddings:
+            return "openai_embeddings";
+        case RouteLabel::ollama_embed:
+            return "ollama_embed";
+        case RouteLabel::ollama_embeddings:
+            return "ollama_embeddings";
+        case RouteLabel::tei_embed:
+            return "tei_embed";
+        case RouteLabel::llamacpp_embedding:
+            return "llamacpp_embedding";
+        case RouteLabel::tokenize:
+            return "tokenize";
+        case RouteLabel::detokenize:
+            return "detokenize";
+        case RouteLabel::apply_template:
+            return "apply_template";
         case RouteLabel::kCount:
             break;
     }
@@ -191,14 +207,14 @@ void WorkerMetrics::request_finished(const RequestRecord& r) {
         tokens_[s * kTokenKinds + kPrompt].add(
             static_cast<uint64_t>(std::max<int64_t>(*r.prompt_tokens, 0)));
         observe(kTokensIn, static_cast<double>(*r.prompt_tokens));
-    } else if (answered) {
+    } else if (answered && r.input_tokens) {
         tokens_unknown_[s * kUnknownKinds + kUnknownInput].add(1);
     }
     if (r.completion_tokens) {
         tokens_[s * kTokenKinds + kCompletion].add(
             static_cast<uint64_t>(std::max<int64_t>(*r.completion_tokens, 0)));
         observe(kTokensOut, static_cast<double>(*r.completion_tokens));
-    } else if (answered) {
+    } else if (answered && r.output_tokens) {
         tokens_unknown_[s * kUnknownKinds + kUnknownOutput].add(1);
     }
     if (r.cached_tokens) {

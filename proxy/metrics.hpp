@@ -39,6 +39,15 @@ enum class RouteLabel : uint8_t {
     llamacpp_completion,
     vllm_generate,
     anthropic_messages,
+    // Embeddings, by the client's API; the tokenizer's routes (every API together).
+    openai_embeddings,
+    ollama_embed,
+    ollama_embeddings,
+    tei_embed,
+    llamacpp_embedding,
+    tokenize,
+    detokenize,
+    apply_template,
     kCount
 };
 enum class OutcomeLabel : uint8_t {
@@ -92,6 +101,11 @@ struct RequestRecord {
     std::optional<int64_t> reasoning_tokens;            // of completion_tokens, where reported
     std::optional<double> upstream_connect_seconds;     // when a new connection was made
     std::optional<double> upstream_first_byte_seconds;  // request sent → response header
+    // What the route has tokens of: an embedding has input tokens only, the tokenizer's routes
+    // none that the backend counts as work. A request without one of them is never counted as
+    // "unknown" for it.
+    bool input_tokens = true;
+    bool output_tokens = true;
     double overhead_seconds = 0;  // e2e minus time spent waiting for the backend and the client
 };
 

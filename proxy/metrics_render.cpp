@@ -31,6 +31,16 @@ std::string_view operation_name(size_t route) {
         case RouteLabel::ollama_chat:
         case RouteLabel::anthropic_messages:
             return "chat";
+        case RouteLabel::openai_embeddings:
+        case RouteLabel::ollama_embed:
+        case RouteLabel::ollama_embeddings:
+        case RouteLabel::tei_embed:
+        case RouteLabel::llamacpp_embedding:
+            return "embeddings";
+        case RouteLabel::tokenize:
+        case RouteLabel::detokenize:
+        case RouteLabel::apply_template:
+            return "tokenize";  // not an OpenTelemetry operation: infergate's own
         default:
             return "text_completion";
     }

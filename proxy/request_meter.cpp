@@ -78,6 +78,23 @@ RouteLabel route_label(canonical::Dialect front) {
     return RouteLabel::openai_completions;
 }
 
+RouteLabel route_label(canonical::EmbedDialect front) {
+    using canonical::EmbedDialect;
+    switch (front) {
+        case EmbedDialect::openai:
+            return RouteLabel::openai_embeddings;
+        case EmbedDialect::ollama:
+            return RouteLabel::ollama_embed;
+        case EmbedDialect::ollama_legacy:
+            return RouteLabel::ollama_embeddings;
+        case EmbedDialect::tei:
+            return RouteLabel::tei_embed;
+        case EmbedDialect::llamacpp:
+            return RouteLabel::llamacpp_embedding;
+    }
+    return RouteLabel::openai_embeddings;
+}
+
 bool request_failed(int status, std::string_view outcome) {
     return outcome != "ok" || status >= 400;
 }

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "proxy/metrics.hpp"
+#include "translators/canonical/embedding.hpp"
 #include "translators/canonical/types.hpp"
 
 namespace infergate {
@@ -24,6 +25,8 @@ using Outcome = OutcomeLabel;
 
 // The route label of a generation from a client of `front`'s dialect.
 RouteLabel route_label(canonical::Dialect front);
+// The route label of an embeddings request from a client of `front`'s API.
+RouteLabel route_label(canonical::EmbedDialect front);
 
 // Why a request failed, as far as the exchange knows it.
 struct Failure {
@@ -65,6 +68,11 @@ public:
     // A generation (counted in the request metrics; other routes are in the access log only),
     // from the client dialect `front` on `route`.
     void start_generation(std::string_view front, RouteLabel route);
+    // Which token counts the route has (RequestRecord::input_tokens, output_tokens).
+    void count_tokens(bool input, bool output) {
+        record_.input_tokens = input;
+        record_.output_tokens = output;
+    }
     // The model as the client named it (the access log) and its bounded metrics slot.
     void set_model(std::string label);
     void set_back(std::string_view back) { back_name_ = back; }

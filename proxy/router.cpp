@@ -26,7 +26,13 @@ struct Entry {
     Route::Kind kind;
     Dialect dialect = Dialect::openai_completions;
     On on = On::api;
+    canonical::EmbedDialect embed = canonical::EmbedDialect::openai;
+    std::optional<canonical::TokenizerDialect> tokenizer = std::nullopt;
 };
+
+using canonical::EmbedDialect;
+using canonical::TokenizerDialect;
+constexpr Dialect kNone = Dialect::openai_completions;
 
 bool serves(ListenerKind listener, On on) {
     switch (listener) {
@@ -60,6 +66,19 @@ constexpr std::array kRoutes = {
     Entry{"/api/ps", "GET, HEAD", K::ollama_ps},
     Entry{"/info", "GET, HEAD", K::tgi_info},
     Entry{"/props", "GET, HEAD", K::llamacpp_props},
+    // Embeddings (docs/dialects.md, "Embeddings") and the tokenizer ("Tokenizer routes").
+    Entry{"/v1/embeddings", "POST", K::embed, kNone, On::api, EmbedDialect::openai},
+    Entry{"/api/embed", "POST", K::embed, kNone, On::api, EmbedDialect::ollama},
+    Entry{"/api/embeddings", "POST", K::embed, kNone, On::api, EmbedDialect::ollama_legacy},
+    Entry{"/embed", "POST", K::embed, kNone, On::api, EmbedDialect::tei},
+    Entry{"/embedding", "POST", K::embed, kNone, On::api, EmbedDialect::llamacpp},
+    Entry{"/embeddings", "POST", K::embed, kNone, On::api, EmbedDialect::llamacpp},
+    Entry{"/tokenize", "POST", K::tokenize},
+    Entry{"/detokenize", "POST", K::detokenize},
+    Entry{"/v1/tokenize", "POST", K::tokenize, kNone, On::api, {}, TokenizerDialect::sglang},
+    Entry{"/v1/detokenize", "POST", K::detokenize, kNone, On::api, {}, TokenizerDialect::sglang},
+    Entry{"/decode", "POST", K::detokenize, kNone, On::api, {}, TokenizerDialect::tei},
+    Entry{"/apply-template", "POST", K::apply_template},
     Entry{"/v1/models", "GET, HEAD", Route::Kind::models},
     Entry{"/health", "GET, HEAD", Route::Kind::health, {}, On::health},
     Entry{"/health_generate", "GET, HEAD", Route::Kind::health_generate, {}, On::health},
@@ -109,6 +128,8 @@ Route match_route(std::string_view method, std::string_view target, ListenerKind
         route.kind = e.kind;
         route.dialect = e.dialect;
         route.path = e.path;
+        route.embed_dialect = e.embed;
+        route.tokenizer = e.tokenizer;
         return route;
     }
     constexpr std::string_view kModelPrefix = "/v1/models/";

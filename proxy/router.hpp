@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "config/config.hpp"
+#include "translators/canonical/embedding.hpp"
 #include "translators/canonical/types.hpp"
 
 namespace infergate {
@@ -31,6 +32,10 @@ struct Route {
         server_info,       // GET /get_server_info
         metrics,           // GET /metrics (Prometheus)
         reload,            // POST /-/reload (admin listener only): re-read the config file
+        embed,             // embeddings in `embed_dialect`
+        tokenize,          // a tokenize: `tokenizer` names the API, else the body does
+        detokenize,        // a detokenize: `tokenizer` names the API, else the body or backend
+        apply_template,    // POST /apply-template (llama.cpp): a chat rendered, not generated
         not_found,
         method_not_allowed,
     };
@@ -39,6 +44,10 @@ struct Route {
     std::string model_id;       // Kind::model: the {id} part, percent-decoded (org%2Fname)
     std::string_view allow;     // Kind::method_not_allowed: the Allow header value
     std::string_view path;      // the matched route ("/generate_stream"; TGI's answer depends on it)
+    canonical::EmbedDialect embed_dialect = canonical::EmbedDialect::openai;  // Kind::embed
+    // Kind::tokenize, detokenize: the API the path belongs to (SGLang's /v1/tokenize, TEI's
+    // /decode); nullopt where several servers share it (POST /tokenize, /detokenize).
+    std::optional<canonical::TokenizerDialect> tokenizer;
 };
 
 // Which routes a listener serves.

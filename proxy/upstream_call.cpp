@@ -39,6 +39,9 @@ public:
         if (name == "x-prompt-tokens") {
             return parser_.prompt_tokens();
         }
+        if (name == "x-compute-tokens") {
+            return parser_.compute_tokens();
+        }
         if (name == "content-type") {
             return parser_.content_type();
         }

@@ -56,6 +56,9 @@ void UpstreamResponseParser::on_field_impl(http::field name, beast::string_view 
     } else if (name == http::field::unknown && prompt_tokens_.empty() &&
                beast::iequals(name_string, "x-prompt-tokens")) {
         prompt_tokens_.assign(value);
+    } else if (name == http::field::unknown && compute_tokens_.empty() &&
+               beast::iequals(name_string, "x-compute-tokens")) {
+        compute_tokens_.assign(value);
     }
 }
 

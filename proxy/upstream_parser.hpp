@@ -22,9 +22,11 @@ public:
 
     int status() const { return status_; }
     // The headers the proxy uses; empty when absent. Content-Type is relayed on the same-dialect
-    // fast path; TGI's /generate reports the prompt's length only in x-prompt-tokens.
+    // fast path; TGI's /generate reports the prompt's length only in x-prompt-tokens, TEI's
+    // /embed the inputs' tokens only in x-compute-tokens.
     std::string_view content_type() const { return content_type_.view(); }
     std::string_view prompt_tokens() const { return prompt_tokens_.view(); }
+    std::string_view compute_tokens() const { return compute_tokens_.view(); }
     // The first Content-Encoding value that names a coding other than `identity` (RFC 9110
     // §8.4); empty when the body is plain. The proxy reads and translates bodies: it cannot
     // relay compressed bytes as if they were plain, so such a response is refused.
@@ -80,6 +82,7 @@ private:
     int status_ = 0;
     Kept content_type_;
     Kept prompt_tokens_;
+    Kept compute_tokens_;
     Kept content_encoding_;
     char* out_ = nullptr;
     size_t room_ = 0;

@@ -7,7 +7,8 @@
 namespace infergate::translators {
 
 // `auto_detect` probes its info routes at start-up. `openai` is any OpenAI-compatible server
-// (vLLM's `vllm serve`, the hosted API, ...); the others are the engines' native APIs.
+// (vLLM's `vllm serve`, the hosted API, ...); the others are the engines' native APIs. `tei` is
+// Hugging Face text-embeddings-inference: embeddings and the tokenizer, no generation.
 enum class BackendDialect {
     auto_detect,
     openai,
@@ -16,7 +17,8 @@ enum class BackendDialect {
     ollama,
     llamacpp,
     vllm_legacy,
-    anthropic
+    anthropic,
+    tei
 };
 
 // How a backend of this dialect is sent the operator's key, and the version header its API

@@ -25,6 +25,13 @@ canonical::Result<HealthCall> health_call(BackendDialect backend, bool deep,
         call.path = "/health_generate";
         return call;
     }
+    if (backend == BackendDialect::tei) {
+        // No generation there: one embedding is its real work.
+        call.post = true;
+        call.path = "/embed";
+        call.body = R"({"inputs":"ping"})";
+        return call;
+    }
     canonical::GenerationRequest ping;
     ping.model = model;
     ping.sampling.max_tokens = 1;

@@ -19,7 +19,8 @@ struct HealthCall {
 };
 
 // The backend call of a health check. `deep` (/health_generate): one token of real generation,
-// in whatever API the backend speaks (SGLang's own /health_generate where it has one); otherwise
+// in whatever API the backend speaks (SGLang's own /health_generate where it has one; one
+// embedding on TEI, which does not generate); otherwise
 // the engine's liveness route (api-dialects §1, health table). `model`: the served one.
 canonical::Result<HealthCall> health_call(BackendDialect backend, bool deep,
                                           const std::string& model, Flavor flavor);

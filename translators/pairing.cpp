@@ -1,5 +1,7 @@
 #include "translators/pairing.hpp"
 
+#include "translators/embedding.hpp"
+
 namespace infergate::translators {
 
 using canonical::Dialect;
@@ -42,10 +44,23 @@ std::optional<Dialect> completion_route(BackendDialect backend) {
     }
 }
 
+// What a generation gets from a backend that has no generation route.
+Error no_generation(std::string_view backend) {
+    return no_endpoint(std::string(backend.empty() ? "the backend" : backend) + " (TEI)",
+                       "generation",
+                       "a vLLM, SGLang, TGI, Ollama, llama.cpp or Anthropic backend (name a model "
+                       "one of them serves); text-embeddings-inference serves embeddings and its "
+                       "tokenizer only");
+}
+
 }  // namespace
 
 Pairing pair_dialects(Dialect front, canonical::RequestKind kind, BackendDialect backend, int n) {
     Pairing p;
+    if (backend == BackendDialect::tei) {
+        p.refusal = no_generation({});
+        return p;
+    }
     if (kind == canonical::RequestKind::chat) {
         if (auto d = chat_route(backend)) {
             p.back = *d;
@@ -120,6 +135,9 @@ Plan plan_generation(Dialect front, const canonical::GenerationRequest& req,
                      const BackendFacts& backend) {
     Plan p;
     static_cast<Pairing&>(p) = pair_dialects(front, req.kind, backend.dialect, req.sampling.n);
+    if (p.refusal && backend.dialect == BackendDialect::tei) {
+        p.refusal = no_generation(backend.name);
+    }
     if (p.refusal) {
         return p;
     }

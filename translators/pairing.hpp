@@ -41,6 +41,7 @@ struct BackendFacts {
     BackendDialect dialect = BackendDialect::openai;  // probed or configured
     Flavor probed = Flavor::generic;                  // what the probe found of its OpenAI layer
     std::string_view host;                            // of the backend's URL
+    std::string_view name = {};  // how messages name it ("the backend 'gpu'"); empty: "the backend"
 };
 
 // Whether the backend is known to accept stream_options in a streamed OpenAI-dialect request:

@@ -429,3 +429,18 @@ backends: [{url: 'http://127.0.0.1:8000'}]
     CHECK_FALSE(same.config);
     CHECK(has_error(same, "admin_listen: port 30000 is the public listener's (listen)"));
 }
+
+TEST_CASE("the tei dialect (text-embeddings-inference), by either name") {
+    for (const char* name : {"tei", "text-embeddings-inference"}) {
+        CAPTURE(name);
+        auto r = load_yaml_text(std::string("backends:\n  - url: http://127.0.0.1:8080\n"
+                                            "    dialect: ") +
+                                name + "\n    model: BAAI/bge-small-en-v1.5\n");
+        REQUIRE(r.config);
+        CHECK(r.config->backend().dialect == BackendDialect::tei);
+        CHECK(infergate::config::to_string(r.config->backend().dialect) == "tei");
+    }
+    auto r = load_yaml_text("backends:\n  - url: http://h:1\n    dialect: teii\n");
+    CHECK(
+        has_error(r, "vllm_legacy, anthropic, tei (alias text-embeddings-inference); got 'teii'"));
+}

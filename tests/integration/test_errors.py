@@ -37,7 +37,7 @@ class _ClientErrors(StreamChecks):
         self.assertEqual(r.status, 200, r.body[:300])
 
     def test_unknown_route_lists_routes(self):
-        for method, path in (("GET", "/nope"), ("POST", "/v1/embeddings"),
+        for method, path in (("GET", "/nope"), ("POST", "/v1/audio/speech"),
                              ("POST", "/v2/generate")):
             r = request(self.port, method, path, {} if method == "POST" else None)
             err = self.assert_openai_error(r, 404)

@@ -919,3 +919,219 @@ class TestRealEngineRouting(unittest.TestCase):
                         {"model": ALIAS, "max_tokens": 2,
                          "messages": [{"role": "user", "content": f"Hello {i}"}]}, timeout=60)
             self.assertEqual(r.status, 200, r.body[:300])
+
+
+# =============================================================================================
+# Embeddings and the tokenizer's routes (issue 17 parts 2, 3)
+# =============================================================================================
+
+def _floats(b64: str) -> list[float]:
+    """OpenAI's base64 embedding: little-endian float32 values."""
+    import base64
+    import struct
+    raw = base64.b64decode(b64)
+    return list(struct.unpack(f"<{len(raw) // 4}f", raw))
+
+
+def _metric(text: str, name: str, **labels: str) -> float:
+    """The value of one series of a Prometheus text exposition (0 when absent)."""
+    import re
+    for line in text.splitlines():
+        m = re.match(r"^(\w+)\{([^}]*)\} (\S+)$", line)
+        if not m or m.group(1) != name:
+            continue
+        got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+        if all(got.get(k) == v for k, v in labels.items()):
+            return float(m.group(3))
+    return 0.0
+
+
+class TestRealEngineEmbeddings(unittest.TestCase):
+    """llama-server started with --embeddings (mean pooling: the tiny model has no pooling of its
+    own), infergate in front: every embeddings API a client speaks gets the engine's own vectors
+    (the same floats its /v1/embeddings answers directly), its token count, and its errors."""
+
+    TEXTS = ["Hello world", "The quick brown fox jumps over the lazy dog"]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.engine = start_engine(cls, extra=["--embeddings", "--pooling", "mean"])
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.engine.url, "--access-log", "off"],
+                          model=ALIAS)
+        cls.port = cls.proxy.port
+
+    def direct(self, texts: Any) -> tuple[list[list[float]], int]:
+        r = request(self.engine.port, "POST", "/v1/embeddings",
+                    {"input": texts, "model": ALIAS}, timeout=60)
+        self.assertEqual(r.status, 200, r.body[:300])
+        doc = r.json()
+        return [d["embedding"] for d in sorted(doc["data"], key=lambda d: d["index"])], \
+            doc["usage"]["prompt_tokens"]
+
+    def through(self, path: str, body: dict) -> Response:
+        r = request(self.port, "POST", path, body, timeout=60)
+        self.assertEqual(r.status, 200, f"POST {path}: {r.status} {r.body[:300]!r}")
+        return r
+
+    def test_openai_float_base64_and_token_ids(self):
+        ref, tokens = self.direct(self.TEXTS)
+        r = self.through("/v1/embeddings", {"model": ALIAS, "input": self.TEXTS})
+        doc = r.json()
+        self.assertEqual(doc["object"], "list")
+        self.assertEqual(doc["model"], ALIAS)
+        self.assertEqual([d["index"] for d in doc["data"]], [0, 1])
+        self.assertEqual([d["embedding"] for d in doc["data"]], ref)  # the same floats
+        self.assertEqual(doc["usage"], {"prompt_tokens": tokens, "total_tokens": tokens})
+        b64 = self.through("/v1/embeddings", {"model": ALIAS, "input": self.TEXTS,
+                                              "encoding_format": "base64"}).json()
+        for d, want in zip(b64["data"], ref):
+            self.assertEqual(_floats(d["embedding"]), want)  # float32 values, exactly
+        # One input alone: the engine's floats differ in the last bits with the batch's size.
+        ids = request(self.engine.port, "POST", "/tokenize", {"content": self.TEXTS[0],
+                                                              "add_special": True}).json()["tokens"]
+        one, _ = self.direct([ids])
+        by_ids = self.through("/v1/embeddings", {"model": ALIAS, "input": [ids]}).json()
+        self.assertEqual(by_ids["data"][0]["embedding"], one[0])
+
+    def test_every_other_api_gets_the_same_vectors(self):
+        ref, tokens = self.direct(self.TEXTS)
+        ollama = self.through("/api/embed", {"model": ALIAS, "input": self.TEXTS}).json()
+        self.assertEqual(ollama["embeddings"], ref)
+        self.assertEqual(ollama["prompt_eval_count"], tokens)
+        self.assertGreater(ollama["total_duration"], 0)
+        tei = self.through("/embed", {"inputs": self.TEXTS})
+        self.assertEqual(tei.json(), ref)
+        self.assertEqual(tei.header("x-compute-tokens"), str(tokens))
+        # One input alone: the engine's floats differ in the last bits with the batch's size.
+        one, _ = self.direct(self.TEXTS[0])
+        legacy = self.through("/api/embeddings", {"model": ALIAS, "prompt": self.TEXTS[0]})
+        # llama-server normalises every pooled vector: Ollama's older route gets it as it is.
+        self.assertEqual(legacy.json(), {"embedding": one[0]})
+        self.assertEqual(self.through("/embed", {"inputs": self.TEXTS[0]}).json(), one)
+
+    def test_llamacpp_native_route_is_the_engines_own_answer(self):
+        for body in ({"content": self.TEXTS}, {"content": self.TEXTS[0]},
+                     {"input": [12, "world", 34]}):  # mixed ids and text: llama.cpp's own
+            with self.subTest(body=body):
+                direct = request(self.engine.port, "POST", "/embedding", body, timeout=60)
+                got = self.through("/embedding", body)
+                self.assertEqual(got.body, direct.body)
+        ref, _ = self.direct(self.TEXTS)
+        native = self.through("/embeddings", {"content": self.TEXTS}).json()
+        self.assertEqual([item["embedding"] for item in native], [[v] for v in ref])
+
+    def test_what_llamacpp_cannot_do_is_refused_naming_it(self):
+        r = request(self.port, "POST", "/v1/embeddings",
+                    {"model": ALIAS, "input": "x", "dimensions": 8})
+        self.assertEqual(r.status, 400, r.body[:300])
+        err = r.json()["error"]
+        self.assertEqual(err["param"], "dimensions")
+        self.assertIn("llama.cpp", err["message"])
+        r = request(self.port, "POST", "/embed", {"inputs": "x", "normalize": False})
+        self.assertEqual(r.status, 400, r.body[:300])
+        self.assertIn("normalize", r.json()["error"])
+        self.assertIn("error_type", r.json())
+        # The engine's own refusal, in the client's shape: this server embeds only.
+        r = request(self.port, "POST", "/api/generate",
+                    {"model": ALIAS, "prompt": "Hi", "stream": False, "raw": True})
+        self.assertEqual(r.status, 501, r.body[:300])
+        self.assertIn("does not support completions", r.json()["error"])
+
+    def test_metrics_count_the_engines_input_tokens(self):
+        before = request(self.port, "GET", "/metrics").body.decode()
+        _, tokens = self.direct(self.TEXTS)
+        self.through("/v1/embeddings", {"model": ALIAS, "input": self.TEXTS})
+        self.through("/api/embed", {"model": ALIAS, "input": self.TEXTS})
+        after = request(self.port, "GET", "/metrics").body.decode()
+        for route in ("openai_embeddings", "ollama_embed"):
+            with self.subTest(route=route):
+                grew = (_metric(after, "infergate_prompt_tokens_total", route=route)
+                        - _metric(before, "infergate_prompt_tokens_total", route=route))
+                self.assertEqual(grew, tokens)
+                self.assertEqual(
+                    _metric(after, "infergate_requests_total", route=route, outcome="ok")
+                    - _metric(before, "infergate_requests_total", route=route, outcome="ok"), 1)
+        self.assertEqual(_metric(after, "infergate_completion_tokens_total",
+                                 route="openai_embeddings"), 0)
+        self.assertIn('gen_ai_operation_name="embeddings"', after)
+
+
+class TestRealEngineTokenizer(unittest.TestCase):
+    """llama-server's /tokenize, /detokenize and /apply-template through infergate: its own
+    answers for a llama.cpp client, and the same token ids for vLLM, SGLang, TGI and TEI clients
+    (each with its server's default for special tokens), their texts and offsets from the
+    engine's pieces."""
+
+    TEXT = "Hello world <|im_start|>é"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.engine = start_engine(cls)
+        cls.proxy = start(cls, Proxy, ["--upstream", cls.engine.url, "--access-log", "off"],
+                          model=ALIAS)
+        cls.port = cls.proxy.port
+
+    def engine_tokens(self, add_special: bool) -> list[dict]:
+        r = request(self.engine.port, "POST", "/tokenize",
+                    {"content": self.TEXT, "add_special": add_special, "with_pieces": True})
+        self.assertEqual(r.status, 200, r.body[:300])
+        return r.json()["tokens"]
+
+    def through(self, path: str, body: dict) -> Response:
+        r = request(self.port, "POST", path, body, timeout=60)
+        self.assertEqual(r.status, 200, f"POST {path} {body}: {r.status} {r.body[:300]!r}")
+        return r
+
+    def test_llamacpp_clients_get_the_engines_bytes(self):
+        for path, body in (("/tokenize", {"content": self.TEXT, "with_pieces": True}),
+                           ("/tokenize", {"content": [1, " x", 15043]}),
+                           ("/detokenize", {"tokens": [1, 15043, 3186]}),
+                           ("/apply-template", {"messages": [{"role": "user", "content": "Hi"}]})):
+            with self.subTest(path=path, body=body):
+                direct = request(self.engine.port, "POST", path, body)
+                self.assertEqual(direct.status, 200)
+                self.assertEqual(self.through(path, body).body, direct.body)
+
+    def test_other_apis_get_the_engines_token_ids(self):
+        with_bos = self.engine_tokens(True)
+        without = self.engine_tokens(False)
+        ids = [t["id"] for t in with_bos]
+        vllm = self.through("/tokenize", {"model": ALIAS, "prompt": self.TEXT}).json()
+        self.assertEqual(vllm["tokens"], ids)  # vLLM adds BOS by default
+        self.assertEqual(vllm["count"], len(ids))
+        self.assertEqual(vllm["max_model_len"], 1024)  # a slot's context (-c 4096 -np 4)
+        self.assertIsNone(vllm["token_strs"])
+        sglang = self.through("/v1/tokenize", {"prompt": self.TEXT,
+                                               "add_special_tokens": False}).json()
+        self.assertEqual(sglang["tokens"], [t["id"] for t in without])
+        self.assertEqual(sglang["count"], len(without))
+        # llama.cpp tokenizes one text per request: SGLang's list is refused, naming it.
+        r = request(self.port, "POST", "/v1/tokenize", {"prompt": [self.TEXT, "Hi"]})
+        self.assertEqual(r.status, 400, r.body[:300])
+        self.assertEqual(r.json()["error"]["param"], "prompt")
+        # TGI and TEI: the ids, each token's text from the input and its byte offsets.
+        tgi = self.through("/tokenize", {"inputs": self.TEXT, "parameters": {}}).json()
+        self.assertEqual([t["id"] for t in tgi], ids)
+        data = self.TEXT.encode()
+        for t in tgi:
+            self.assertEqual(t["text"].encode(), data[t["start"]:t["stop"]])
+        self.assertEqual(b"".join(data[t["start"]:t["stop"]] for t in tgi), data)
+        tei = self.through("/tokenize", {"inputs": [self.TEXT]}).json()
+        self.assertEqual([t["id"] for t in tei[0]], ids)
+        self.assertEqual(tei[0][0], {"id": 1, "text": "<s>", "special": True, "start": None,
+                                     "stop": None})
+        self.assertEqual("".join(t["text"] for t in tei[0][1:]), self.TEXT)
+
+    def test_detokenize_in_each_api(self):
+        ids = [t["id"] for t in self.engine_tokens(True)]
+        direct = request(self.engine.port, "POST", "/detokenize", {"tokens": ids}).json()
+        text = direct["content"]
+        self.assertEqual(self.through("/detokenize", {"tokens": ids}).json(), {"content": text})
+        self.assertEqual(self.through("/v1/detokenize", {"tokens": [ids]}).json(),
+                         {"text": [text]})
+        self.assertEqual(self.through("/decode", {"ids": ids, "skip_special_tokens": False})
+                         .json(), [text])
+        # TEI skips special tokens by default; llama.cpp cannot: refused, naming the setting.
+        r = request(self.port, "POST", "/decode", {"ids": ids, "skip_special_tokens": True})
+        self.assertEqual(r.status, 400, r.body[:300])
+        self.assertIn("skip_special_tokens", r.json()["error"])

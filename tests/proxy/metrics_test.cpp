@@ -166,3 +166,45 @@ TEST_CASE("concurrent writers and scrapes: exact totals, in-flight never negativ
     CHECK(has_line(text, "infergate_requests_in_flight 0"));
     CHECK(m.model_slot("served") == 3);
 }
+
+TEST_CASE("embeddings count input tokens only; the tokenizer's routes count none") {
+    Metrics m(test_config(), 1);
+    auto& w = m.worker(0);
+    const int m1 = m.model_slot("m1");
+    RequestRecord embed;
+    embed.route = RouteLabel::openai_embeddings;
+    embed.model_slot = m1;
+    embed.input_tokens = true;
+    embed.output_tokens = false;
+    embed.prompt_tokens = 12;
+    w.request_started();
+    w.request_finished(embed);
+    RequestRecord no_count = embed;  // a backend that reports no count (llama.cpp's own route)
+    no_count.prompt_tokens.reset();
+    w.request_started();
+    w.request_finished(no_count);
+    RequestRecord tokenize;
+    tokenize.route = RouteLabel::tokenize;
+    tokenize.model_slot = m1;
+    tokenize.input_tokens = false;
+    tokenize.output_tokens = false;
+    w.request_started();
+    w.request_finished(tokenize);
+
+    const std::string text = m.render();
+    check_exposition(text);
+    const std::string e = R"(route="openai_embeddings",backend="b0",model="m1")";
+    CHECK(has_line(text, "infergate_prompt_tokens_total{" + e + "} 12"));
+    CHECK(has_line(
+        text, R"(infergate_requests_tokens_unknown_total{)" + e + R"(,token_type="input"} 1)"));
+    CHECK(text.find(R"(infergate_requests_tokens_unknown_total{)" + e +
+                    R"(,token_type="output"})") == std::string::npos);
+    CHECK(text.find(R"(infergate_requests_tokens_unknown_total{route="tokenize")") ==
+          std::string::npos);
+    CHECK(has_line(
+        text,
+        R"(gen_ai_client_operation_duration_seconds_count{gen_ai_operation_name="embeddings",gen_ai_request_model="m1",route="openai_embeddings",backend="b0"} 2)"));
+    CHECK(has_line(
+        text,
+        R"(infergate_requests_total{route="tokenize",backend="b0",model="m1",outcome="ok",status_class="2xx"} 1)"));
+}

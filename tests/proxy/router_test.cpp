@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <string>
+#include <vector>
+
 #include "proxy/router.hpp"
 
 using infergate::match_route;
@@ -23,6 +26,41 @@ TEST_CASE("generation routes map to their dialects") {
     CHECK(match_route("POST", "/v1/completions").dialect == Dialect::openai_completions);
     CHECK(match_route("POST", "/v1/chat/completions?x=1").dialect == Dialect::openai_chat);
     CHECK(match_route("POST", "/v1/chat/completions/").kind == Route::Kind::generate);
+}
+
+TEST_CASE("embeddings and tokenizer routes map to their APIs") {
+    using infergate::canonical::EmbedDialect;
+    using infergate::canonical::TokenizerDialect;
+    for (const auto& [path, api] : std::vector<std::pair<const char*, EmbedDialect>>{
+             {"/v1/embeddings", EmbedDialect::openai},
+             {"/api/embed", EmbedDialect::ollama},
+             {"/api/embeddings", EmbedDialect::ollama_legacy},
+             {"/embed", EmbedDialect::tei},
+             {"/embedding", EmbedDialect::llamacpp},
+             {"/embeddings", EmbedDialect::llamacpp}}) {
+        CAPTURE(path);
+        const Route r = match_route("POST", path);
+        CHECK(r.kind == Route::Kind::embed);
+        CHECK(r.embed_dialect == api);
+        CHECK(match_route("GET", path).kind == Route::Kind::method_not_allowed);
+    }
+    // POST /tokenize and /detokenize are every server's: the body (or the backend) decides.
+    CHECK(match_route("POST", "/tokenize").kind == Route::Kind::tokenize);
+    CHECK_FALSE(match_route("POST", "/tokenize").tokenizer);
+    CHECK(match_route("POST", "/detokenize").kind == Route::Kind::detokenize);
+    CHECK_FALSE(match_route("POST", "/detokenize").tokenizer);
+    CHECK(match_route("POST", "/v1/tokenize").tokenizer == TokenizerDialect::sglang);
+    CHECK(match_route("POST", "/v1/detokenize").tokenizer == TokenizerDialect::sglang);
+    const Route decode = match_route("POST", "/decode");
+    CHECK(decode.kind == Route::Kind::detokenize);
+    CHECK(decode.tokenizer == TokenizerDialect::tei);
+    CHECK(match_route("POST", "/apply-template").kind == Route::Kind::apply_template);
+    const std::string list = infergate::route_list();
+    for (const char* p :
+         {"POST /v1/embeddings", "POST /api/embed", "POST /embed", "POST /embedding",
+          "POST /tokenize", "POST /decode", "POST /apply-template"}) {
+        CHECK_MESSAGE(list.find(p) != std::string::npos, p);
+    }
 }
 
 TEST_CASE("info routes") {
