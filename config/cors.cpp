@@ -325,6 +325,23 @@ void Cors::append_response_headers(std::string& out, std::string_view allowed) c
     out += response_tail;
 }
 
+void Cors::response_headers(std::string_view allowed,
+                            std::vector<std::pair<std::string_view, std::string>>& out) const {
+    if (!allowed.empty()) {
+        out.emplace_back("Access-Control-Allow-Origin", std::string(allowed));
+    }
+    out.emplace_back("Vary", "Origin");
+    if (allowed.empty()) {
+        return;
+    }
+    if (allow_credentials) {
+        out.emplace_back("Access-Control-Allow-Credentials", "true");
+    }
+    if (!expose_line.empty()) {
+        out.emplace_back("Access-Control-Expose-Headers", expose_line);
+    }
+}
+
 void Cors::preflight_headers(std::string_view request_method, std::string_view request_headers,
                              bool private_network,
                              std::vector<std::pair<std::string_view, std::string>>& out) const {
@@ -399,14 +416,15 @@ void prepare_cors(Cors& c, std::vector<std::string>& errors, std::vector<std::st
     join(c.methods_line, c.allowed_methods, true);
     c.headers_line.clear();
     join(c.headers_line, c.allowed_headers, true);
+    c.expose_line.clear();
+    join(c.expose_line, c.expose_headers, false);
+    // The text of response_headers() for an allowed origin, after its first line.
     c.response_tail = "Vary: Origin\r\n";
     if (c.allow_credentials) {
         c.response_tail += "Access-Control-Allow-Credentials: true\r\n";
     }
-    if (!c.expose_headers.empty()) {
-        std::string exposed;
-        join(exposed, c.expose_headers, false);
-        c.response_tail += "Access-Control-Expose-Headers: " + exposed + "\r\n";
+    if (!c.expose_line.empty()) {
+        c.response_tail += "Access-Control-Expose-Headers: " + c.expose_line + "\r\n";
     }
 }
 

@@ -44,6 +44,7 @@ struct Cors {
     bool any_header = false;   // "*" in allowed_headers
     std::string methods_line;  // "GET, HEAD, ..." (without a "*")
     std::string headers_line;  // "authorization, ..." (without a "*")
+    std::string expose_line;   // "x-request-id, ..."
     // What follows Access-Control-Allow-Origin on every answer to an allowed origin:
     // "Vary: Origin\r\n" and the credentials and expose lines.
     std::string response_tail;
@@ -57,6 +58,10 @@ struct Cors {
     // The CORS lines of an answer ("Name: value\r\n" each). `allowed` is allow_origin()'s result:
     // empty, only "Vary: Origin" (the answer still depends on the origin, for caches).
     void append_response_headers(std::string& out, std::string_view allowed) const;
+
+    // The same as name-value pairs, for a head written by Beast (Session's refusals).
+    void response_headers(std::string_view allowed,
+                          std::vector<std::pair<std::string_view, std::string>>& out) const;
 
     // A preflight's own lines, for an allowed origin: Access-Control-Allow-Methods and -Headers
     // (the configured lists, or what the preflight asked for where "*" is configured, with a Vary

@@ -204,6 +204,24 @@ TEST_CASE("cors: the answer's lines for an allowed origin, and Vary alone for th
     CHECK(with.find("Access-Control-Allow-Credentials: true\r\n") != std::string::npos);
 }
 
+TEST_CASE("cors: the name-value form says the same as the text form") {
+    for (const bool credentials : {false, true}) {
+        const Cors c = prepared({"https://app.test"}, credentials);
+        for (const char* origin : {"https://app.test", "https://other.test", ""}) {
+            CAPTURE(origin);
+            std::string text;
+            c.append_response_headers(text, c.allow_origin(origin));
+            Headers pairs;
+            c.response_headers(c.allow_origin(origin), pairs);
+            std::string joined;
+            for (const auto& [name, value] : pairs) {
+                joined += std::string(name) + ": " + value + "\r\n";
+            }
+            CHECK(joined == text);
+        }
+    }
+}
+
 TEST_CASE("cors: a preflight answers the configured lists whatever was asked") {
     const Cors c = prepared({"https://app.test"});
     Headers h;
