@@ -32,8 +32,13 @@ Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
     const auto rid = request_["X-Request-Id"];
     request_id_ = !rid.empty() && rid.size() <= 128 ? std::string(rid) : worker_.random_hex(32);
     if (config_->cors.enabled()) [[unlikely]] {
-        // Every answer to this request carries the CORS lines (docs/security.md, "Browsers").
-        client_.set_cors(&config_->cors, config_->cors.allow_origin(request_["Origin"]));
+        // Every answer to this request carries the CORS lines (docs/security.md, "Browsers");
+        // an origin allowed here is not the backend's to refuse.
+        const std::string_view allowed = config_->cors.allow_origin(request_["Origin"]);
+        client_.set_cors(&config_->cors, allowed);
+        if (!allowed.empty()) {
+            upstream_.drop_origin();
+        }
     }
 }
 

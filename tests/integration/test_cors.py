@@ -20,6 +20,7 @@ import unittest
 
 from harness import (Emulator, Proxy, closed_port, open_stream, post_json, request, start,
                      wait_until)
+from scripted import ScriptedBackend, json_reply
 
 MODEL = "cors-model"
 STYLED = "cors-styled"
@@ -350,6 +351,38 @@ class CorsOn(_Checks, unittest.TestCase):
                 self.assertEqual(r.status, 200, r.body)  # served: the browser withholds it
                 self.assert_no_cors(r.headers)
                 self.assertEqual(r.header("vary"), "Origin")
+
+
+class CorsOriginUpstream(_Checks, unittest.TestCase):
+    """An Origin infergate allowed is not forwarded: a backend with its own origin check (Ollama
+    answers 403 to any origin outside OLLAMA_ORIGINS) would veto what the operator allowed. Any
+    other Origin goes through as before, for the backend's own policy to judge."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.backend = ScriptedBackend()
+        cls.addClassCleanup(cls.backend.stop)
+        cls.backend.route("POST", "/v1/completions", json_reply({
+            "id": "cmpl-1", "object": "text_completion", "created": 1, "model": MODEL,
+            "choices": [{"index": 0, "text": " ok", "finish_reason": "length",
+                         "logprobs": None}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}))
+        cls.proxy = start(cls, Proxy, config_yaml=(
+            f"cors:\n  allowed_origins: ['{ORIGIN}']\n"
+            f"backends:\n  - {{url: '{cls.backend.url}', dialect: openai, model: {MODEL}}}\n"),
+            model=MODEL)
+
+    def test_origin_upstream(self):
+        body = {"model": MODEL, "prompt": "hi", "max_tokens": 1}
+        for origin, forwarded in ((ORIGIN, None), (EVIL, EVIL)):
+            with self.subTest(origin=origin):
+                r = post_json(self.proxy.port, "/v1/completions", body,
+                              headers={"Origin": origin, "X-Trace": origin})
+                self.assertEqual(r.status, 200, r.body)
+                sent = [q for q in self.backend.requests_to("/v1/completions")
+                        if q.header("X-Trace") == origin]
+                self.assertEqual(len(sent), 1)
+                self.assertEqual(sent[0].header("Origin"), forwarded)
 
 
 class CorsAnyOrigin(_Checks, unittest.TestCase):
