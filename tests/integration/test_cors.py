@@ -14,11 +14,12 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import socket
 import tempfile
 import unittest
 
-from harness import (Emulator, Proxy, closed_port, open_stream, post_json, request, start,
+from harness import (REPO, Emulator, Proxy, closed_port, open_stream, post_json, request, start,
                      wait_until)
 from scripted import ScriptedBackend, json_reply
 
@@ -158,6 +159,29 @@ class CorsOn(_Checks, unittest.TestCase):
                 self.assertEqual(r.status, 204, r.body)
                 self.assert_cors(r.headers, what=path)
                 self.assertIn("OPTIONS", r.header("allow"))
+
+    def test_every_header_the_js_sdks_send_passes_the_preflight(self):
+        # The OpenAI and Anthropic JS SDKs (tests/clients/node_modules, pinned by its
+        # package-lock.json) name their headers in their sources; an SDK update that adds one
+        # must show up here, not as a blocked request in someone's browser.
+        modules = REPO / "tests" / "clients" / "node_modules"
+        sources = [f for d in ("openai", "@anthropic-ai/sdk") if (modules / d).is_dir()
+                   for f in (modules / d).rglob("*.mjs")]
+        if not sources:
+            if os.environ.get("CI"):
+                self.fail(f"no SDK sources under {modules}: scripts/setup.sh runs npm ci there")
+            self.skipTest(f"no SDK sources under {modules} (npm ci in tests/clients)")
+        sent = set()
+        pattern = re.compile(r"""['"]((?:x-stainless-[a-z-]+)|openai-organization|"""
+                             r"""openai-project|anthropic-version|anthropic-beta|"""
+                             r"""anthropic-dangerous-direct-browser-access)['"]""", re.I)
+        for f in sources:
+            sent.update(m.lower() for m in pattern.findall(f.read_text(errors="replace")))
+        self.assertIn("x-stainless-retry-count", sent)  # the scan found what it looks for
+        r = preflight(self.port, "/v1/chat/completions", ORIGIN, headers=",".join(sorted(sent)))
+        self.assertEqual(r.status, 204)
+        allowed = {h.strip() for h in r.header("access-control-allow-headers").split(",")}
+        self.assertEqual(sent - allowed, set())
 
     def test_a_subdomain_wildcard_echoes_the_origin(self):
         r = preflight(self.port, "/v1/chat/completions", SUBDOMAIN_ORIGIN)
