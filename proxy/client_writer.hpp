@@ -17,11 +17,11 @@ namespace infergate {
 
 class ClientRequest;
 class Deadline;
+class RequestMeter;
+class Worker;
 namespace config {
 struct Cors;
 }
-class RequestMeter;
-class Worker;
 namespace canonical {
 struct Error;
 }

@@ -63,10 +63,10 @@ private:
     // `too_slow`: the rate ended it (the error is then beast::error::timeout).
     Task<beast::error_code> read_body(ClientRequestParser& parser, const config::Config& cfg,
                                       bool& too_slow);
+    using CorsHeaders = std::vector<std::pair<std::string_view, std::string>>;
     // `dialect`: the client's, when its route is known from the request line. `cors`: the
     // CORS lines (config cors:) when the head with its Origin was read.
     // `logged`: false when the caller reports it (rate-limited) instead of one line each.
-    using CorsHeaders = std::vector<std::pair<std::string_view, std::string>>;
     Task<void> reject(http::status status, std::string message, unsigned version,
                       canonical::Dialect dialect, CorsHeaders cors = {}, bool logged = true);
 
