@@ -146,7 +146,31 @@ void read_routing(Reader& r, const YAML::Node& n, Routing& out) {
     }
 }
 
+void read_cors(Reader& r, const YAML::Node& n, Cors& out) {
+    r.check_keys(n, "cors",
+                 {"allowed_origins", "allowed_methods", "allowed_headers", "expose_headers",
+                  "max_age", "allow_credentials", "allow_private_network"});
+    if (!n.IsMap()) {
+        return;
+    }
+    // A list given replaces the default one (as nginx, Envoy and Starlette read theirs).
+    for (const auto& [key, list] : {std::pair<const char*, std::vector<std::string>*>{
+                                        "allowed_origins", &out.allowed_origins},
+                                    {"allowed_methods", &out.allowed_methods},
+                                    {"allowed_headers", &out.allowed_headers},
+                                    {"expose_headers", &out.expose_headers}}) {
+        if (const YAML::Node v = n[key]; v && !v.IsNull()) {
+            list->clear();
+            r.read_list(n, key, "cors", *list);
+        }
+    }
+    r.read(n, "max_age", "cors", out.max_age);
+    r.read(n, "allow_credentials", "cors", out.allow_credentials);
+    r.read(n, "allow_private_network", "cors", out.allow_private_network);
+}
+
 LoadResult finish(Config c, Reader& r) {
+    prepare_cors(c.cors, r.errors, r.notes);
     for (auto& b : c.backends) {
         if (!b.api_key_env.empty()) {
             const char* v = std::getenv(b.api_key_env.c_str());
@@ -391,7 +415,7 @@ LoadResult load_yaml_text(std::string_view text) {
     r.check_keys(root, "",
                  {"listen", "admin_listen", "threads", "limits", "auth", "backends", "models",
                   "routing", "log_level", "client_idle_ms", "client_header_ms", "client_body_ms",
-                  "client_body_min_rate", "shutdown_grace_ms", "access_log"});
+                  "client_body_min_rate", "shutdown_grace_ms", "access_log", "cors"});
     if (!r.errors.empty() && !root.IsMap()) {
         return LoadResult{nullptr, r.errors, {}};
     }
@@ -426,6 +450,9 @@ LoadResult load_yaml_text(std::string_view text) {
         r.check_keys(auth, "auth", {"keys_file", "keys_env"});
         r.read(auth, "keys_file", "auth", c.auth.keys_file);
         r.read(auth, "keys_env", "auth", c.auth.keys_env);
+    }
+    if (const YAML::Node cors = root["cors"]; cors) {
+        read_cors(r, cors, c.cors);
     }
     if (const YAML::Node backends = root["backends"]; backends) {
         if (!backends.IsSequence()) {

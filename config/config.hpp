@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/cors.hpp"
 #include "translators/backend_kind.hpp"
 
 namespace infergate::config {
@@ -195,6 +196,7 @@ struct Config {
     std::string default_model;
     Routing routing;
     Auth auth;  // client keys; off unless keys_file or keys_env is set
+    Cors cors;  // browsers from other origins; off unless cors.allowed_origins is set
     std::string log_level = "info";
     // One JSON line per request: "stderr" (default), "off", or a file path (appended to).
     std::string access_log = "stderr";

@@ -58,6 +58,7 @@ ConfigChanges diff(const Config& running, const Config& next) {
     applied(running.auth.keys_file != next.auth.keys_file ||
                 running.auth.keys_env != next.auth.keys_env || running.auth.keys != next.auth.keys,
             "auth");
+    applied(running.cors != next.cors, "cors");
     applied(running.max_body_bytes != next.max_body_bytes, "limits.max_body_bytes");
     applied(running.max_header_bytes != next.max_header_bytes, "limits.max_header_bytes");
     applied(running.client_idle_ms != next.client_idle_ms, "client_idle_ms");

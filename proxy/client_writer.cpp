@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 
+#include "config/cors.hpp"
 #include "proxy/client_request.hpp"
 #include "proxy/deadlines.hpp"
 #include "proxy/http_head.hpp"
@@ -35,6 +36,9 @@ void ClientWriter::append_head(unsigned status, std::string_view content_type, b
     http_head::field(out, "X-Request-Id", request_id_);
     for (const auto& [name, value] : extra_) {
         http_head::field(out, name, value);
+    }
+    if (cors_ != nullptr) [[unlikely]] {
+        cors_->append_response_headers(out, cors_allowed_);
     }
     // HTTP/1.1 keeps the connection unless told; HTTP/1.0 closes it unless told.
     if (version >= 11 && !keep_alive) {

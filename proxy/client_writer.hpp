@@ -19,6 +19,9 @@ class ClientRequest;
 class Deadline;
 class RequestMeter;
 class Worker;
+namespace config {
+struct Cors;
+}
 namespace canonical {
 struct Error;
 }
@@ -56,6 +59,14 @@ public:
     // Headers the next head carries besides the usual ones (a codec's response_headers, Allow).
     std::vector<std::pair<std::string_view, std::string>>& extra_headers() { return extra_; }
 
+    // CORS (config cors:), set by the exchange only when it is on: every head then carries
+    // `cors`'s lines for `allowed` (Cors::allow_origin's answer to the request's Origin; empty:
+    // Vary only). Both must outlive the writer.
+    void set_cors(const config::Cors* cors, std::string_view allowed) {
+        cors_ = cors;
+        cors_allowed_ = allowed;
+    }
+
     // A whole answer. Returns whether the connection may serve another request.
     Task<bool> send(http::status status, std::string body,
                     std::string_view content_type = "application/json");
@@ -91,6 +102,8 @@ private:
     bool keep_alive_;
     bool chunked_;  // false for HTTP/1.0 clients: a stream ends with the connection
     std::vector<std::pair<std::string_view, std::string>> extra_;
+    const config::Cors* cors_ = nullptr;  // null: CORS off, no line and no cost
+    std::string_view cors_allowed_;
 };
 
 }  // namespace infergate

@@ -31,6 +31,15 @@ Exchange::Exchange(Worker& worker, Stream& client, Deadline& client_deadline,
       listener_(listener) {
     const auto rid = request_["X-Request-Id"];
     request_id_ = !rid.empty() && rid.size() <= 128 ? std::string(rid) : worker_.random_hex(32);
+    if (config_->cors.enabled()) [[unlikely]] {
+        // Every answer to this request carries the CORS lines (docs/security.md, "Browsers");
+        // an origin allowed here is not the backend's to refuse.
+        const std::string_view allowed = config_->cors.allow_origin(request_["Origin"]);
+        client_.set_cors(&config_->cors, allowed);
+        if (!allowed.empty()) {
+            upstream_.drop_origin();
+        }
+    }
 }
 
 Exchange::~Exchange() {
@@ -81,15 +90,23 @@ Task<bool> Exchange::dispatch() {
         case Route::Kind::model_info: co_return co_await model_info(false);
         case Route::Kind::server_info: co_return co_await model_info(true);
         case Route::Kind::method_not_allowed: {
+            // Every route also answers OPTIONS (exchange_cors.cpp).
+            const std::string allow = std::string(route.allow) + ", OPTIONS";
+            if (request_.method() == http::verb::options) {
+                co_return co_await options(allow);
+            }
             meter_.set_outcome(Outcome::rejected);
-            client_.extra_headers().emplace_back("Allow", std::string(route.allow));
+            client_.extra_headers().emplace_back("Allow", allow);
             canonical::Error e;
             e.status = 405;
             e.message = "method " + std::string(request_.method_string()) + " is not allowed on " +
-                        std::string(request_.target()) + "; allowed: " + std::string(route.allow);
+                        std::string(request_.target()) + "; allowed: " + allow;
             co_return co_await client_.send_openai_error(e);
         }
         case Route::Kind::not_found: break;
+    }
+    if (request_.method() == http::verb::options && request_.target() == "*") {
+        co_return co_await options(methods_served(listener_));  // RFC 9110 §9.3.7: the server
     }
     meter_.set_outcome(Outcome::rejected);
     canonical::Error e;

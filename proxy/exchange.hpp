@@ -79,6 +79,9 @@ private:
     Task<bool> root();
     Task<bool> serve_metrics();
     Task<bool> reload();  // POST /-/reload: the server re-reads the config file
+    // OPTIONS (exchange_cors.cpp): a CORS preflight, or a plain one answered with `allow`, the
+    // methods of its route (or of the server, for OPTIONS *), OPTIONS included.
+    Task<bool> options(std::string allow);
     Task<bool> models(std::string_view id);
     Task<bool> health(bool generate);
     Task<bool> model_info(bool server_info);

@@ -1,6 +1,6 @@
 // Exchange: client keys (config auth:, proxy/client_auth.hpp). Every route but the health checks
-// needs a configured key when keys are set (on the admin listener none does); a generation is
-// also held to the key's limits.
+// and OPTIONS needs a configured key when keys are set (on the admin listener none does); a
+// generation is also held to the key's limits.
 #include <string>
 
 #include "proxy/client_auth.hpp"
@@ -15,6 +15,11 @@ namespace {
 // Answered without a key: the liveness and readiness checks that load balancers and
 // orchestrators send without credentials.
 bool public_route(const Route& route, http::verb method) {
+    // A CORS preflight never carries credentials (Fetch standard, CORS-preflight request), and
+    // the request it clears is checked: vLLM, SGLang and llama-server skip OPTIONS too.
+    if (method == http::verb::options) {
+        return true;
+    }
     switch (route.kind) {
         case Route::Kind::health:
         case Route::Kind::health_generate:

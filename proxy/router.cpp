@@ -163,4 +163,24 @@ std::string route_list(ListenerKind listener) {
     return out;
 }
 
+std::string methods_served(ListenerKind listener) {
+    std::string out;
+    for (const Entry& e : kRoutes) {
+        std::string_view rest = e.methods;
+        while (!rest.empty()) {
+            const size_t comma = rest.find(',');
+            const std::string_view m = rest.substr(0, comma);
+            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+            while (rest.starts_with(' ')) {
+                rest.remove_prefix(1);
+            }
+            if (serves(listener, e.on) && !method_listed(out, m)) {
+                out += out.empty() ? "" : ", ";
+                out += m;
+            }
+        }
+    }
+    return out + ", OPTIONS";
+}
+
 }  // namespace infergate

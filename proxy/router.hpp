@@ -68,4 +68,7 @@ using config::percent_decode;
 // "GET /health, POST /generate, ...": for the 404 message; the routes `listener` serves only.
 std::string route_list(ListenerKind listener = ListenerKind::combined);
 
+// "POST, PUT, GET, HEAD, OPTIONS": every method some route of `listener` takes (OPTIONS *).
+std::string methods_served(ListenerKind listener = ListenerKind::combined);
+
 }  // namespace infergate

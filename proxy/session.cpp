@@ -116,10 +116,13 @@ bool Session::close_if_idle() {
 }
 
 Task<void> Session::reject(http::status status, std::string message, unsigned version,
-                           canonical::Dialect dialect, bool logged) {
+                           canonical::Dialect dialect, CorsHeaders cors, bool logged) {
     http::response<http::string_body> res{status, version};
     res.set(http::field::server, "infergate");
     res.set(http::field::content_type, "application/json");
+    for (const auto& [name, value] : cors) {
+        res.insert(name, value);
+    }
     res.set(http::field::connection, "close");
     res.body() = rejection_body(static_cast<int>(status), message, dialect);
     // No exchange began, so no request id was given: the line says why, with no id.
@@ -209,7 +212,7 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
                             " (limits.max_connections) and every connection is busy; retry "
                             "later, or raise limits.max_connections and the file descriptor "
                             "limit (ulimit -n)",
-                        11, canonical::Dialect::openai_chat, false);
+                        11, canonical::Dialect::openai_chat, {}, false);
         co_await linger();  // the client's request may be on its way: let it read the answer
         beast::error_code ec;
         stream_.socket().close(ec);
@@ -305,6 +308,13 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
             if (route.kind == Route::Kind::generate) {
                 dialect = route.dialect;
             }
+            // A browser reads the refusal only with the CORS lines. The Origin is known once
+            // the fields are parsed (Beast parses a head's fields only when all have arrived,
+            // and before it refuses a Content-Length over the body limit).
+            CorsHeaders cors;
+            if (cfg.cors.enabled()) {
+                cfg.cors.response_headers(cfg.cors.allow_origin(parser.get()["Origin"]), cors);
+            }
             if (ec == beast::error::timeout) {
                 if (body_too_slow) {
                     co_await reject(http::status::request_timeout,
@@ -313,44 +323,45 @@ Task<void> Session::run(std::shared_ptr<Session> self) {
                                         " bytes/s on average after the first " +
                                         std::to_string(cfg.client_body_ms) +
                                         " ms (client_body_min_rate); send the body at once",
-                                    version, dialect);
+                                    version, dialect, cors);
                 } else if (parser.is_header_done()) {
                     co_await reject(http::status::request_timeout,
                                     "the request body stalled: nothing arrived for " +
                                         std::to_string(cfg.client_body_ms) +
                                         " ms (client_body_ms); send the body without pauses",
-                                    version, dialect);
+                                    version, dialect, cors);
                 } else if (head_started) {
                     co_await reject(http::status::request_timeout,
                                     "the request head did not arrive within " +
                                         std::to_string(cfg.client_header_ms) +
                                         " ms of its first byte (client_header_ms); send the "
                                         "request line and headers at once",
-                                    version, dialect);
+                                    version, dialect, cors);
                 }
                 break;  // no byte of a request yet: an idle connection, closed quietly
             }
             if (auto refusal = parser.framing_refusal(
                     ec, {static_cast<const char*>(buffer_.data().data()), buffer_.size()})) {
-                co_await reject(refusal->status, std::move(refusal->message), version, dialect);
+                co_await reject(refusal->status, std::move(refusal->message), version, dialect,
+                                cors);
                 co_await linger();  // its body was not read: the client may still be sending
             } else if (ec == http::error::body_limit) {
                 co_await reject(http::status::payload_too_large,
                                 "request body is larger than the limit of " +
                                     std::to_string(cfg.max_body_bytes) +
                                     " bytes (limits.max_body_bytes)",
-                                version, dialect);
+                                version, dialect, cors);
                 co_await linger();
             } else if (ec == http::error::header_limit) {
                 co_await reject(http::status::request_header_fields_too_large,
                                 "request headers are larger than the limit of " +
                                     std::to_string(cfg.max_header_bytes) +
                                     " bytes (limits.max_header_bytes)",
-                                version, dialect);
+                                version, dialect, cors);
             } else if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
                        ec != http::error::end_of_stream && ec != http::error::partial_message) {
                 co_await reject(http::status::bad_request,
-                                "malformed HTTP request: " + ec.message(), version, dialect);
+                                "malformed HTTP request: " + ec.message(), version, dialect, cors);
             }
             break;  // EOF, reset or idle timeout: just close
         }

@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "proxy/deadlines.hpp"
 #include "proxy/disconnect_watch.hpp"
@@ -61,10 +63,12 @@ private:
     // `too_slow`: the rate ended it (the error is then beast::error::timeout).
     Task<beast::error_code> read_body(ClientRequestParser& parser, const config::Config& cfg,
                                       bool& too_slow);
-    // `dialect`: the client's, when its route is known from the request line.
+    using CorsHeaders = std::vector<std::pair<std::string_view, std::string>>;
+    // `dialect`: the client's, when its route is known from the request line. `cors`: the
+    // CORS lines (config cors:) when the head with its Origin was read.
     // `logged`: false when the caller reports it (rate-limited) instead of one line each.
     Task<void> reject(http::status status, std::string message, unsigned version,
-                      canonical::Dialect dialect, bool logged = true);
+                      canonical::Dialect dialect, CorsHeaders cors = {}, bool logged = true);
 
     Worker& worker_;
     Stream stream_;

@@ -105,7 +105,10 @@ void UpstreamCall::target(const RoutingTable& table, const PoolMember& member) {
 }
 
 std::unique_ptr<UpstreamCall> UpstreamCall::sibling(RequestMeter& meter) const {
-    return std::make_unique<UpstreamCall>(worker_, auth_, watch_, meter, request_, request_id_);
+    auto call =
+        std::make_unique<UpstreamCall>(worker_, auth_, watch_, meter, request_, request_id_);
+    call->drop_origin_ = drop_origin_;
+    return call;
 }
 
 void UpstreamCall::take_over(UpstreamCall& winner) {
@@ -267,7 +270,7 @@ Task<bool> UpstreamCall::open(http::verb verb, std::string target, std::string b
     const std::string head =
         upstream_request_head(request_, verb, target, body.size(), stream, b,
                               translators::backend_headers(view_->info.dialect), request_id_,
-                              auth_ != nullptr && auth_->enabled());
+                              auth_ != nullptr && auth_->enabled(), drop_origin_);
     // Default-initialised on purpose: make_unique would value-initialise, zeroing the 16 KiB
     // read buffer on every request.
     state_.reset(new State);

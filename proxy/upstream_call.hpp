@@ -63,6 +63,10 @@ public:
     // byte. Another replica may take the request (never after a timeout: it may be working).
     bool retriable() const { return retriable_; }
 
+    // The client's Origin is not forwarded (infergate's CORS policy allowed it:
+    // upstream_head.hpp). Siblings inherit it.
+    void drop_origin() { drop_origin_ = true; }
+
     // Hedging (Generation::hedged_open). A call like this one (the same client request, key,
     // watch) that reports to `meter` instead: a hedge's misses are not the request's.
     std::unique_ptr<UpstreamCall> sibling(RequestMeter& meter) const;
@@ -148,6 +152,7 @@ private:
     std::unique_ptr<State> state_;
     canonical::Error error_;
     bool aborted_ = false;
+    bool drop_origin_ = false;
 };
 
 }  // namespace infergate

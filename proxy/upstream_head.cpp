@@ -24,6 +24,7 @@ bool forwardable(http::field f) {
         case http::field::accept:
         case http::field::accept_encoding:  // the proxy must be able to read what comes back
         case http::field::expect:
+        case http::field::origin:  // unless the caller says otherwise: upstream_request_head
             return false;
         default:
             return true;
@@ -55,7 +56,7 @@ std::string upstream_request_head(const ClientRequest& request, http::verb verb,
                                   std::string_view target, size_t body_size, bool stream,
                                   const config::Backend& b,
                                   const translators::BackendHeaders& backend_headers,
-                                  std::string_view request_id, bool client_keys) {
+                                  std::string_view request_id, bool client_keys, bool drop_origin) {
     // The client's end-to-end headers, then the proxy's own (which replace a client's
     // X-Request-Id and, when the backend has a key, its credentials).
     std::string head;
@@ -71,7 +72,10 @@ std::string upstream_request_head(const ClientRequest& request, http::verb verb,
     const bool has_connection = !request[http::field::connection].empty();
     for (size_t i = 0; i < request.field_count(); ++i) {
         const ClientRequest::Field f = request.field(i);
-        if (!forwardable(f.id) || (has_connection && named_in_connection(request, f.name))) {
+        // Origin is checked only here, among the fields the switch leaves out: a request
+        // without one (every non-browser client) pays nothing for it.
+        if ((!forwardable(f.id) && (f.id != http::field::origin || drop_origin)) ||
+            (has_connection && named_in_connection(request, f.name))) {
             continue;
         }
         if (beast::iequals(f.name, "x-request-id") ||

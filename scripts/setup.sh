@@ -14,6 +14,8 @@ PACKAGES=(
   libboost1.81-dev rapidjson-dev prometheus-cpp-dev libyaml-cpp-dev doctest-dev libssl-dev
   # tests: integration harness, real clients, real Prometheus
   python3 python3-aiohttp curl ca-certificates openssl prometheus
+  # tests/browser: a real headless browser calling infergate from another origin (CORS)
+  chromium
   # tests/deploy/check_manifests.py: the Kubernetes manifests (python3-yaml is below)
   yamllint
   # the real-engine tests' model, written with llama.cpp's gguf-py (scripts/make_tiny_model.py)

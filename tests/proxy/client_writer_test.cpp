@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "config/cors.hpp"
 #include "proxy/client_request.hpp"
 #include "proxy/deadlines.hpp"
 #include "proxy/metrics.hpp"
@@ -138,6 +139,83 @@ TEST_CASE("an HTTP/1.0 stream is the raw bytes and ends with the connection") {
     CHECK(got.find("Transfer-Encoding") == std::string::npos);
     CHECK(got.find("Connection: keep-alive") == std::string::npos);
     CHECK(got.ends_with("\r\n\r\ndata: {}\n\n"));
+}
+
+// A CORS policy for `origins`, as the config loader prepares it.
+config::Cors cors_for(std::vector<std::string> origins) {
+    config::Cors c;
+    c.allowed_origins = std::move(origins);
+    std::vector<std::string> errors;
+    std::vector<std::string> notes;
+    config::prepare_cors(c, errors, notes);
+    REQUIRE(errors.empty());
+    return c;
+}
+
+TEST_CASE("CORS off: no CORS line at all") {
+    Rig rig("POST /v1/completions HTTP/1.1\r\nHost: h\r\nOrigin: https://app.test\r\n");
+    CHECK(rig.run(rig.writer->send(http::status::ok, "{}")));
+    const std::string got = rig.received();
+    CHECK(got.find("Access-Control-") == std::string::npos);
+    CHECK(got.find("Vary") == std::string::npos);
+}
+
+TEST_CASE("CORS on: every head carries the lines, whole answers, errors and streams alike") {
+    const config::Cors cors = cors_for({"https://app.test"});
+    const std::string expected =
+        "Access-Control-Allow-Origin: https://app.test\r\nVary: Origin\r\n"
+        "Access-Control-Expose-Headers: x-request-id, retry-after, www-authenticate, allow, "
+        "x-prompt-tokens, x-generated-tokens\r\n";
+    {
+        Rig rig("GET /v1/models HTTP/1.1\r\nHost: h\r\n");
+        rig.writer->set_cors(&cors, cors.allow_origin("https://app.test"));
+        CHECK(rig.run(rig.writer->send(http::status::ok, "{}")));
+        const std::string got = rig.received();
+        CHECK(got.find(expected) != std::string::npos);
+        CHECK(got.find("\r\n\r\n") > got.find(expected));  // in the head
+    }
+    {
+        Rig rig("POST /api/chat HTTP/1.1\r\nHost: h\r\n");
+        rig.writer->set_cors(&cors, cors.allow_origin("https://app.test"));
+        canonical::Error e;
+        e.status = 429;
+        e.message = "over the limit";
+        rig.writer->extra_headers().emplace_back("Retry-After", "1");
+        CHECK(rig.run(
+            rig.writer->send_error(translators::codec_for(canonical::Dialect::ollama_chat), e)));
+        const std::string got = rig.received();
+        CHECK(got.starts_with("HTTP/1.1 429 "));
+        CHECK(got.find("Retry-After: 1\r\n" + expected) != std::string::npos);
+    }
+    {
+        Rig rig("POST /v1/completions HTTP/1.1\r\nHost: h\r\n");
+        rig.writer->set_cors(&cors, cors.allow_origin("https://app.test"));
+        CHECK(rig.run(rig.writer->start_stream("text/event-stream")));
+        CHECK(rig.run(rig.writer->write("data: {}\n\n")));
+        CHECK(rig.run(rig.writer->end_stream()));
+        const std::string got = rig.received();
+        CHECK(got.find(expected) != std::string::npos);
+        CHECK(got.find(expected) < got.find("Transfer-Encoding: chunked\r\n"));
+    }
+}
+
+TEST_CASE("CORS on, an origin not allowed: Vary only, no Access-Control line") {
+    const config::Cors cors = cors_for({"https://app.test"});
+    Rig rig("GET /v1/models HTTP/1.1\r\nHost: h\r\n");
+    rig.writer->set_cors(&cors, cors.allow_origin("https://evil.test"));
+    CHECK(rig.run(rig.writer->send(http::status::ok, "{}")));
+    const std::string got = rig.received();
+    CHECK(got.find("Vary: Origin\r\n") != std::string::npos);
+    CHECK(got.find("Access-Control-") == std::string::npos);
+}
+
+TEST_CASE("a 204 has no Content-Length (RFC 9110 §8.6)") {
+    Rig rig("OPTIONS /v1/models HTTP/1.1\r\nHost: h\r\n");
+    CHECK(rig.run(rig.writer->send(http::status::no_content, std::string())));
+    const std::string got = rig.received();
+    CHECK(got.starts_with("HTTP/1.1 204 No Content\r\n"));
+    CHECK(got.find("Content-Length") == std::string::npos);
+    CHECK(got.ends_with("\r\n\r\n"));
 }
 
 TEST_CASE("a write to a client that left fails and marks the request client_disconnect") {

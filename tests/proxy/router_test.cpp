@@ -184,3 +184,22 @@ TEST_CASE("POST /-/reload is served on the admin listener only, never on a combi
         CHECK(route_list(kind).find("reload") == std::string::npos);
     }
 }
+
+TEST_CASE("methods_served: every method some route of the listener takes, then OPTIONS") {
+    using infergate::ListenerKind;
+    using infergate::methods_served;
+    // Each method once, OPTIONS last; a route added with another method adds it here.
+    const std::string all = methods_served();
+    CHECK(all.starts_with("POST, PUT, GET, HEAD"));
+    CHECK(all.ends_with(", OPTIONS"));
+    CHECK(all.find("OPTIONS") == all.size() - 7);
+    CHECK(all.find("POST", 1) == std::string::npos);
+    CHECK(all.find("HEAD", all.find("HEAD") + 1) == std::string::npos);
+    CHECK(methods_served(ListenerKind::admin) == "GET, HEAD, POST, OPTIONS");
+    // OPTIONS on a known path reaches the exchange as a wrong method, with the route's methods.
+    const Route r = match_route("OPTIONS", "/v1/chat/completions");
+    CHECK(r.kind == Route::Kind::method_not_allowed);
+    CHECK(r.allow == "POST");
+    CHECK(match_route("OPTIONS", "/nope").kind == Route::Kind::not_found);
+    CHECK(match_route("OPTIONS", "*").kind == Route::Kind::not_found);
+}

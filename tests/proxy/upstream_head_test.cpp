@@ -102,4 +102,20 @@ TEST_CASE("a client's own anthropic-version wins over the default") {
     CHECK(head.find("2023-06-01") == std::string::npos);
 }
 
+TEST_CASE("Origin goes upstream unless infergate's CORS policy allowed it") {
+    const ClientRequest r = parse_head(
+        "POST /api/chat HTTP/1.1\r\nHost: p\r\nOrigin: https://chat.example.com\r\n"
+        "Content-Type: application/json\r\n");
+    const std::string kept = upstream_request_head(r, http::verb::post, "/api/chat", 2, true,
+                                                   backend(), translators::BackendHeaders{}, "r");
+    CHECK(kept.find("Origin: https://chat.example.com\r\n") != std::string::npos);
+    const std::string dropped =
+        upstream_request_head(r, http::verb::post, "/api/chat", 2, true, backend(),
+                              translators::BackendHeaders{}, "r", false, true);
+    CHECK(dropped.find("Origin") == std::string::npos);
+    // The other fields the proxy sets itself stay its own either way.
+    CHECK(dropped.find("Content-Type: application/json\r\n") != std::string::npos);
+    CHECK(dropped.find("Host: engine:8000\r\n") != std::string::npos);
+}
+
 }  // namespace infergate
