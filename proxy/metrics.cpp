@@ -46,6 +46,8 @@ std::string_view to_string(RouteLabel r) {
             return "vllm_generate";
         case RouteLabel::anthropic_messages:
             return "anthropic_messages";
+        case RouteLabel::openai_responses:
+            return "openai_responses";
         case RouteLabel::kCount:
             break;
     }

@@ -39,6 +39,7 @@ enum class RouteLabel : uint8_t {
     llamacpp_completion,
     vllm_generate,
     anthropic_messages,
+    openai_responses,
     kCount
 };
 enum class OutcomeLabel : uint8_t {

@@ -31,12 +31,16 @@ struct Route {
         server_info,       // GET /get_server_info
         metrics,           // GET /metrics (Prometheus)
         reload,            // POST /-/reload (admin listener only): re-read the config file
+        stored_response,   // GET, DELETE /v1/responses/{id}: a stored Responses API turn
+        stored_input,      // GET /v1/responses/{id}/input_items
         not_found,
         method_not_allowed,
     };
     Kind kind = Kind::not_found;
     canonical::Dialect dialect = canonical::Dialect::openai_completions;
-    std::string model_id;       // Kind::model: the {id} part, percent-decoded (org%2Fname)
+    // Kind::model: the {id} part, percent-decoded (org%2Fname); stored_response, stored_input:
+    // the response id.
+    std::string model_id;
     std::string_view allow;     // Kind::method_not_allowed: the Allow header value
     std::string_view path;      // the matched route ("/generate_stream"; TGI's answer depends on it)
 };
