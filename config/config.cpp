@@ -414,7 +414,7 @@ LoadResult load_yaml_text(std::string_view text) {
     }
     r.check_keys(root, "",
                  {"listen", "admin_listen", "threads", "limits", "auth", "backends", "models",
-                  "routing", "log_level", "client_idle_ms", "client_header_ms", "client_body_ms",
+                  "routing", "responses", "log_level", "client_idle_ms", "client_header_ms", "client_body_ms",
                   "client_body_min_rate", "shutdown_grace_ms", "access_log", "cors"});
     if (!r.errors.empty() && !root.IsMap()) {
         return LoadResult{nullptr, r.errors, {}};
@@ -542,6 +542,22 @@ LoadResult load_yaml_text(std::string_view text) {
     }
     if (const YAML::Node routing = root["routing"]; routing) {
         read_routing(r, routing, c.routing);
+    }
+    if (const YAML::Node responses = root["responses"]; responses) {
+        r.check_keys(responses, "responses", {"store"});
+        if (const YAML::Node st = responses.IsMap() ? responses["store"] : YAML::Node(); st) {
+            ResponseStoreLimits& l = c.response_store;
+            r.check_keys(st, "responses.store", {"max_entries", "max_bytes", "max_age_s"});
+            r.read(st, "max_entries", "responses.store", l.max_entries);
+            r.read(st, "max_bytes", "responses.store", l.max_bytes);
+            r.read(st, "max_age_s", "responses.store", l.max_age_s);
+            if (l.max_entries < 0 || l.max_bytes < 0) {
+                r.fail("responses.store", "max_entries and max_bytes must be >= 0 (0 keeps nothing)");
+            }
+            if (l.max_age_s < 1) {
+                r.fail("responses.store.max_age_s", "must be >= 1 (seconds a turn is kept)");
+            }
+        }
     }
     if (const YAML::Node models = root["models"]; models) {
         r.check_keys(models, "models", {"aliases", "default"});

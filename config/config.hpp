@@ -164,6 +164,16 @@ struct Auth {
 // their path ("auth.keys_file: ...") and never quote a key.
 void load_client_keys(Auth& auth, std::vector<std::string>& errors);
 
+// The Responses API's store of answered turns (previous_response_id, item_reference,
+// GET/DELETE /v1/responses/{id}): in memory, per infergate process, bounded by count, bytes and
+// age (docs/dialects.md, "Responses API"). max_entries 0 keeps nothing.
+struct ResponseStoreLimits {
+    int64_t max_entries = 10000;
+    int64_t max_bytes = 64 * 1024 * 1024;
+    int64_t max_age_s = 3600;
+    bool operator==(const ResponseStoreLimits&) const = default;
+};
+
 struct Config {
     // This host only by default, as SGLang's own default: there is no client authentication
     // yet, and a backend key is injected into every request (docs/security.md).
@@ -194,6 +204,7 @@ struct Config {
     // The model of requests that name none (SGLang /generate, TGI, llama.cpp); empty: the
     // first backend's first model.
     std::string default_model;
+    ResponseStoreLimits response_store;  // responses.store
     Routing routing;
     Auth auth;  // client keys; off unless keys_file or keys_env is set
     Cors cors;  // browsers from other origins; off unless cors.allowed_origins is set

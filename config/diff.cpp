@@ -67,6 +67,7 @@ ConfigChanges diff(const Config& running, const Config& next) {
     applied(running.client_body_min_rate != next.client_body_min_rate, "client_body_min_rate");
     applied(running.shutdown_grace_ms != next.shutdown_grace_ms, "shutdown_grace_ms");
     applied(running.log_level != next.log_level, "log_level");
+    applied(running.response_store != next.response_store, "responses.store");
     return c;
 }
 

@@ -3,6 +3,7 @@
 #include "proxy/client_auth.hpp"
 #include "proxy/disconnect_watch.hpp"
 #include "proxy/generation.hpp"
+#include "proxy/response_store.hpp"
 #include "proxy/router.hpp"
 #include "proxy/upstream_abort.hpp"
 #include "proxy/upstream_pool.hpp"
@@ -88,6 +89,8 @@ Task<bool> Exchange::dispatch() {
         case Route::Kind::health: co_return co_await health(false);
         case Route::Kind::health_generate: co_return co_await health(true);
         case Route::Kind::model_info: co_return co_await model_info(false);
+        case Route::Kind::stored_response: co_return co_await stored_response(route.model_id);
+        case Route::Kind::stored_input: co_return co_await stored_input(route.model_id);
         case Route::Kind::server_info: co_return co_await model_info(true);
         case Route::Kind::method_not_allowed: {
             // Every route also answers OPTIONS (exchange_cors.cpp).
@@ -222,12 +225,15 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
     if (auto refused = co_await admit(front)) {
         co_return *refused;
     }
-    auto decoded = front.decode_request(request_.body());
+    // The Responses API reads earlier turns from the store (none when it keeps nothing).
+    const bool storing = config_->response_store.max_entries > 0;
+    auto decoded = front.decode_stateful(request_.body(), storing ? &worker_.responses() : nullptr);
     if (!decoded) {
         meter_.set_outcome(Outcome::rejected);
         co_return co_await client_.send_error(front, decoded.error());
     }
     canonical::GenerationRequest& req = decoded.value();
+    req.responses.store = req.responses.store && storing;  // the answer says whether it was
     front.prepare_request(req, path);
     meter_.set_model(client_model(req));
     std::string upstream_model;
@@ -305,6 +311,10 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
                  Reroute(next_replica),
                  Retarget(hedge_target),
                  pool->members.size() > 1 && table_->routing().attempts > 1};
+    canonical::GenerationResult kept;
+    if (req.responses.store) {
+        g.keep = &kept;
+    }
     watch_.start();
     bool keep_alive = false;
     // if/else, never a conditional inside the co_await: GCC 12 destroys its temporary twice.
@@ -316,6 +326,11 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
         keep_alive = co_await relay_gather(g);
     } else {
         keep_alive = co_await relay_whole(g);
+    }
+    if (g.keep != nullptr && meter_.outcome() == Outcome::ok) {
+        if (auto turn = front.stored_turn(req, kept)) {
+            worker_.responses().put(std::move(*turn));
+        }
     }
     // The client left while SGLang worked: its connection is closed already; the rids are
     // aborted too (upstream_abort.hpp).

@@ -90,6 +90,10 @@ private:
     Task<bool> ollama_version();
     Task<bool> ollama_show();
     Task<bool> llamacpp_props();
+    // GET / DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items (the Responses API's
+    // stored turns; exchange_responses.cpp).
+    Task<bool> stored_response(std::string_view id);
+    Task<bool> stored_input(std::string_view id);
     // GET /v1/models in Anthropic's shape (asked for by an `anthropic-version` header).
     Task<bool> anthropic_models(std::string_view id);
     // A GET passed on to the backend and its answer relayed (its status and body), or the

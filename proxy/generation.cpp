@@ -50,6 +50,11 @@ Task<std::optional<bool>> Generation::open(bool upstream_streams) {
         body = std::move(encoded.value());
     }
     const std::string_view path = back.upstream_path(req);
+    // A request decoded as the one it is equivalent to (a Responses request as a chat request)
+    // is the client's own from here on: whole-answer decoders read req.dialect as the client's
+    // dialect (what it takes: tool calls, reasoning). For every other dialect this changes
+    // nothing.
+    req.dialect = front.dialect();
     RetrySlot slot;
     // Another replica may take the request when this try failed before the backend could act
     // on it, tries are left, and the budget allows one more retry in flight.

@@ -78,6 +78,10 @@ struct Generation {
     Reroute next_replica;
     Retarget hedge_target;       // targets a hedge's call at another replica (false: none left)
     bool can_fail_over = false;  // the pool has other members and routing.retries allows
+    // Set by the exchange when the client's dialect keeps this turn (the Responses API's store):
+    // the translated relays fill it with the answer as the client got it (a whole answer's
+    // copy, or the one its stream makes).
+    canonical::GenerationResult* keep = nullptr;
 
     // Sends the request (encoded for the backend, or on the fast path the client's own bytes)
     // and reads the response head. nullopt: a 2xx is in and its body is next. A value: the

@@ -62,6 +62,8 @@ std::string_view to_string(RouteLabel r) {
             return "detokenize";
         case RouteLabel::apply_template:
             return "apply_template";
+        case RouteLabel::openai_responses:
+            return "openai_responses";
         case RouteLabel::kCount:
             break;
     }

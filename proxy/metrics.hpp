@@ -48,6 +48,7 @@ enum class RouteLabel : uint8_t {
     tokenize,
     detokenize,
     apply_template,
+    openai_responses,
     kCount
 };
 enum class OutcomeLabel : uint8_t {

@@ -30,6 +30,7 @@ std::string_view operation_name(size_t route) {
         case RouteLabel::openai_chat:
         case RouteLabel::ollama_chat:
         case RouteLabel::anthropic_messages:
+        case RouteLabel::openai_responses:
             return "chat";
         case RouteLabel::openai_embeddings:
         case RouteLabel::ollama_embed:

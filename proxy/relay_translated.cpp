@@ -2,6 +2,7 @@
 // client dialect's own encoder (with the stop strings a backend leaves in the text trimmed).
 #include "proxy/generation.hpp"
 #include "proxy/stream_relay.hpp"
+#include "translators/canonical/accumulate.hpp"
 #include "translators/canonical/stop_trim.hpp"
 
 namespace infergate {
@@ -52,11 +53,23 @@ private:
                                                    !d.reasoning.empty());
         }
         g_.front.encode_stream_event(d, enc_, out_);
+        if (g_.keep != nullptr) {
+            canonical::apply_to_result(d, *g_.keep);
+        }
     }
 
     void finish() override {
         enc_.timing = g_.meter.measured_timing();
         g_.front.encode_stream_end(enc_, out_);
+        if (g_.keep != nullptr) {
+            canonical::GenerationResult& r = *g_.keep;
+            r.id = enc_.id;
+            r.model = enc_.model;
+            r.created = enc_.created;
+            if (!r.usage.completion_tokens) {
+                r.usage = enc_.usage_final ? enc_.usage : enc_.aggregate_usage();
+            }
+        }
     }
 
     canonical::StopTrimmer trimmer_;

@@ -43,6 +43,9 @@ Task<bool> send_result(Generation& g, canonical::GenerationResult& result) {
     result.timing = g.meter.measured_timing();
     std::string out;
     g.front.encode_response(result, g.req, out);
+    if (g.keep != nullptr) {
+        *g.keep = result;
+    }
     co_return co_await g.client.send(http::status::ok, std::move(out));
 }
 

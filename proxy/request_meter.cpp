@@ -74,6 +74,8 @@ RouteLabel route_label(canonical::Dialect front) {
             return RouteLabel::vllm_generate;
         case Dialect::anthropic:
             return RouteLabel::anthropic_messages;
+        case Dialect::openai_responses:
+            return RouteLabel::openai_responses;
     }
     return RouteLabel::openai_completions;
 }

@@ -56,6 +56,7 @@ constexpr std::array kRoutes = {
     Entry{"/v1/completions", "POST", K::generate, Dialect::openai_completions},
     Entry{"/v1/chat/completions", "POST", K::generate, Dialect::openai_chat},
     Entry{"/v1/messages", "POST", K::generate, Dialect::anthropic},
+    Entry{"/v1/responses", "POST", K::generate, Dialect::openai_responses},
     Entry{"/api/generate", "POST", K::generate, Dialect::ollama_generate},
     Entry{"/api/chat", "POST", K::generate, Dialect::ollama_chat},
     Entry{"/completion", "POST", K::generate, Dialect::llamacpp},
@@ -132,6 +133,27 @@ Route match_route(std::string_view method, std::string_view target, ListenerKind
         route.tokenizer = e.tokenizer;
         return route;
     }
+    constexpr std::string_view kResponsePrefix = "/v1/responses/";
+    if (path.starts_with(kResponsePrefix) && path.size() > kResponsePrefix.size() &&
+        serves(listener, On::api)) {
+        std::string_view id = path.substr(kResponsePrefix.size());
+        constexpr std::string_view kItems = "/input_items";
+        const bool items = id.ends_with(kItems) && id.size() > kItems.size();
+        if (items) {
+            id.remove_suffix(kItems.size());
+        }
+        if (id.find('/') == std::string_view::npos) {
+            const std::string_view allow = items ? "GET, HEAD" : "GET, HEAD, DELETE";
+            if (!method_listed(allow, method)) {
+                route.kind = Route::Kind::method_not_allowed;
+                route.allow = allow;
+                return route;
+            }
+            route.kind = items ? Route::Kind::stored_input : Route::Kind::stored_response;
+            route.model_id = percent_decode(id);
+            return route;
+        }
+    }
     constexpr std::string_view kModelPrefix = "/v1/models/";
     if (path.starts_with(kModelPrefix) && path.size() > kModelPrefix.size() &&
         serves(listener, On::api)) {
@@ -158,7 +180,8 @@ std::string route_list(ListenerKind listener) {
         out += std::string(e.methods.substr(0, e.methods.find(','))) + " " + std::string(e.path);
     }
     if (serves(listener, On::api)) {
-        out += ", GET /v1/models/{model}";
+        out += ", GET /v1/models/{model}, GET|DELETE /v1/responses/{id}, "
+               "GET /v1/responses/{id}/input_items";
     }
     return out;
 }
@@ -179,6 +202,9 @@ std::string methods_served(ListenerKind listener) {
                 out += m;
             }
         }
+    }
+    if (serves(listener, On::api)) {
+        out += ", DELETE";  // DELETE /v1/responses/{id}
     }
     return out + ", OPTIONS";
 }

@@ -36,12 +36,16 @@ struct Route {
         tokenize,          // a tokenize: `tokenizer` names the API, else the body does
         detokenize,        // a detokenize: `tokenizer` names the API, else the body or backend
         apply_template,    // POST /apply-template (llama.cpp): a chat rendered, not generated
+        stored_response,   // GET, DELETE /v1/responses/{id}: a stored Responses API turn
+        stored_input,      // GET /v1/responses/{id}/input_items
         not_found,
         method_not_allowed,
     };
     Kind kind = Kind::not_found;
     canonical::Dialect dialect = canonical::Dialect::openai_completions;
-    std::string model_id;       // Kind::model: the {id} part, percent-decoded (org%2Fname)
+    // Kind::model: the {id} part, percent-decoded (org%2Fname); stored_response, stored_input:
+    // the response id.
+    std::string model_id;
     std::string_view allow;     // Kind::method_not_allowed: the Allow header value
     std::string_view path;      // the matched route ("/generate_stream"; TGI's answer depends on it)
     canonical::EmbedDialect embed_dialect = canonical::EmbedDialect::openai;  // Kind::embed

@@ -1,5 +1,7 @@
 #include "proxy/server.hpp"
 
+#include "proxy/response_store.hpp"
+
 #include <fcntl.h>
 #include <sys/resource.h>
 
@@ -15,6 +17,7 @@
 #include "proxy/client_auth.hpp"
 #include "proxy/listener.hpp"
 #include "proxy/log.hpp"
+#include "proxy/response_store.hpp"
 #include "proxy/router.hpp"
 #include "proxy/routing.hpp"
 #include "proxy/worker.hpp"
@@ -96,6 +99,7 @@ Server::Server(std::shared_ptr<const config::Config> config,
         }
     }
     auth_ = std::make_shared<ClientAuth>(config_->auth);
+    responses_ = std::make_shared<ResponseStore>(config_->response_store);
     for (int i = 0; i < config_->threads; ++i) {
         workers_.push_back(std::make_unique<Worker>(i, config_, tls_ ? &*tls_ : nullptr, *metrics_,
                                                     access_log_fd_, *connections_));
@@ -104,6 +108,7 @@ Server::Server(std::shared_ptr<const config::Config> config,
             net::post(control_, [this, name] { backend_down(name); });
         });
         workers_.back()->set_auth(auth_);
+        workers_.back()->set_responses(responses_);
         // POST /-/reload: the reload runs here, on control_; the answer goes back to the worker.
         workers_.back()->set_reloader([this](std::function<void(Worker::ReloadOutcome)> done) {
             net::post(control_, [this, done = std::move(done)] {

@@ -89,6 +89,7 @@ private:
     std::unique_ptr<class Deadlines> control_deadlines_;  // health checks' timeouts
     std::unique_ptr<class Metrics> metrics_;
     std::shared_ptr<class ClientAuth> auth_;  // client keys, shared by the workers
+    std::shared_ptr<class ResponseStore> responses_;  // Responses API turns, shared likewise
     std::unique_ptr<struct ConnectionBudget> connections_;
     std::string fd_note_;  // the descriptor limit as raised at start, for the log
     int access_log_fd_ = -1;

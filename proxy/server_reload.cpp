@@ -8,6 +8,7 @@
 #include "proxy/listener.hpp"
 #include "proxy/log.hpp"
 #include "proxy/routing.hpp"
+#include "proxy/response_store.hpp"
 #include "proxy/server.hpp"
 #include "proxy/worker.hpp"
 
@@ -156,6 +157,7 @@ Server::ReloadResult Server::reload(std::string_view trigger, std::function<void
     }
     config_ = next;
     auth_ = auth;
+    responses_->set_limits(next->response_store);
     if (log::Level level; log::parse_level(next->log_level, level)) {
         log::set_level(level);
     }

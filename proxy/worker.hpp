@@ -25,6 +25,7 @@ namespace infergate {
 
 class Session;
 class ClientAuth;
+class ResponseStore;
 class RoutingTable;
 struct Replica;
 
@@ -86,6 +87,9 @@ public:
     ClientAuth* auth() const { return auth_.get(); }
     const std::shared_ptr<ClientAuth>& auth_ptr() const { return auth_; }
     void set_auth(std::shared_ptr<ClientAuth> auth) { auth_ = std::move(auth); }
+    // The Responses API's answered turns (response_store.hpp). Shared by every worker.
+    ResponseStore& responses() const { return *responses_; }
+    void set_responses(std::shared_ptr<ResponseStore> store) { responses_ = std::move(store); }
 
     // A reload (on this worker's thread, posted by the server): the new config and keys
     // (`tls`: the context for https backends, made by the server when the first one appears).
@@ -153,6 +157,7 @@ private:
     int access_log_fd_;
     std::function<void(const std::string&)> on_backend_down_;
     std::shared_ptr<ClientAuth> auth_;
+    std::shared_ptr<ResponseStore> responses_;
     std::unordered_map<std::string, std::chrono::steady_clock::time_point> last_down_report_;
     std::mt19937_64 rng_;
 

@@ -7,6 +7,7 @@
 #include "translators/openai/codec.hpp"
 #include "translators/sglang/codec.hpp"
 #include "translators/tgi/codec.hpp"
+#include "translators/responses/codec.hpp"
 #include "translators/vllm_legacy/codec.hpp"
 
 namespace infergate::translators {
@@ -35,6 +36,16 @@ std::string error_type_for(int status) {
 }  // namespace
 
 void Codec::prepare_request(GenerationRequest&, std::string_view) const {}
+
+Result<GenerationRequest> Codec::decode_stateful(std::string_view body,
+                                                 const ConversationLookup*) const {
+    return decode_request(body);
+}
+
+std::optional<StoredTurn> Codec::stored_turn(const GenerationRequest&,
+                                             const GenerationResult&) const {
+    return std::nullopt;
+}
 
 std::string_view Codec::id_prefix() const {
     return "cmpl-";
@@ -116,6 +127,7 @@ const Codec& codec_for(Dialect dialect) {
         case Dialect::anthropic: return anthropic::codec();
         case Dialect::tgi: return tgi::codec();
         case Dialect::vllm_legacy: return vllm_legacy::codec();
+        case Dialect::openai_responses: return responses::codec();
     }
     return openai::completions_codec();
 }

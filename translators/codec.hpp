@@ -2,6 +2,7 @@
 // The codec interface every dialect implements, and the registry that maps a dialect to it.
 // Codecs are stateless and thread-safe: one const instance per dialect serves every thread.
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -9,6 +10,7 @@
 
 #include "translators/canonical/stream_state.hpp"
 #include "translators/canonical/types.hpp"
+#include "translators/conversation.hpp"
 
 namespace infergate::translators {
 
@@ -89,6 +91,16 @@ public:
                                      std::string& out) const = 0;
 
     // ---- client side hooks: each runs once per request or per stream, never per byte --------
+    // decode_request for a dialect that keeps conversation state on the server (the Responses
+    // API): earlier turns are read through `lookup` (null: nothing is stored). Default:
+    // decode_request.
+    virtual Result<GenerationRequest> decode_stateful(std::string_view body,
+                                                      const ConversationLookup* lookup) const;
+    // The turn to keep for a later request that continues it, when the client asked for it
+    // (the Responses API's `store`): `result` is the whole answer the client got, or the one
+    // its stream made. Default: none.
+    virtual std::optional<StoredTurn> stored_turn(const GenerationRequest& req,
+                                                  const GenerationResult& result) const;
     // Where a dialect's request needs more than its body: `path` is the route it came to (TGI:
     // /generate never streams, /generate_stream always does, POST / may wrap its answer in an
     // array). Runs right after decode_request. Default: nothing.

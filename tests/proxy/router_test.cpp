@@ -196,10 +196,35 @@ TEST_CASE("methods_served: every method some route of the listener takes, then O
     CHECK(all.find("POST", 1) == std::string::npos);
     CHECK(all.find("HEAD", all.find("HEAD") + 1) == std::string::npos);
     CHECK(methods_served(ListenerKind::admin) == "GET, HEAD, POST, OPTIONS");
+    CHECK(all.find("DELETE") != std::string::npos);  // DELETE /v1/responses/{id}
     // OPTIONS on a known path reaches the exchange as a wrong method, with the route's methods.
     const Route r = match_route("OPTIONS", "/v1/chat/completions");
     CHECK(r.kind == Route::Kind::method_not_allowed);
     CHECK(r.allow == "POST");
     CHECK(match_route("OPTIONS", "/nope").kind == Route::Kind::not_found);
     CHECK(match_route("OPTIONS", "*").kind == Route::Kind::not_found);
+}
+
+TEST_CASE("the Responses API's routes: create, a stored turn, its input items") {
+    using infergate::ListenerKind;
+    Route r = match_route("POST", "/v1/responses");
+    CHECK(r.kind == Route::Kind::generate);
+    CHECK(r.dialect == infergate::canonical::Dialect::openai_responses);
+    r = match_route("GET", "/v1/responses/resp_abc%2D1");
+    CHECK(r.kind == Route::Kind::stored_response);
+    CHECK(r.model_id == "resp_abc-1");
+    CHECK(match_route("DELETE", "/v1/responses/resp_1").kind == Route::Kind::stored_response);
+    r = match_route("GET", "/v1/responses/resp_1/input_items?limit=5");
+    CHECK(r.kind == Route::Kind::stored_input);
+    CHECK(r.model_id == "resp_1");
+    r = match_route("DELETE", "/v1/responses/resp_1/input_items");
+    CHECK(r.kind == Route::Kind::method_not_allowed);
+    CHECK(r.allow == "GET, HEAD");
+    r = match_route("POST", "/v1/responses/resp_1");
+    CHECK(r.kind == Route::Kind::method_not_allowed);
+    CHECK(r.allow == "GET, HEAD, DELETE");
+    CHECK(match_route("GET", "/v1/responses/a/b").kind == Route::Kind::not_found);
+    CHECK(match_route("GET", "/v1/responses/resp_1", ListenerKind::admin).kind ==
+          Route::Kind::not_found);
+    CHECK(infergate::route_list().find("POST /v1/responses") != std::string::npos);
 }

@@ -83,7 +83,8 @@ void add_tool_call_delta(std::vector<ToolCall>& calls, const ToolCallDelta& piec
 }
 
 bool takes_tool_calls(Dialect d) {
-    return d == Dialect::openai_chat || d == Dialect::ollama_chat || d == Dialect::anthropic;
+    return d == Dialect::openai_chat || d == Dialect::ollama_chat || d == Dialect::anthropic ||
+           d == Dialect::openai_responses;
 }
 
 void apply_to_result(const StreamEvent& ev, GenerationResult& result) {

@@ -242,6 +242,7 @@ bool is_output_format_key(Dialect client, std::string_view key, bool sampling) {
         case Dialect::anthropic:
             return !sampling && (key == "output_config" || key == "output_format");
         case Dialect::vllm_legacy:
+        case Dialect::openai_responses:  // decoded as openai_chat
             break;
     }
     return false;
@@ -369,6 +370,7 @@ Result<OutputFormat> output_format(const GenerationRequest& req) {
                                  find_in(req.extras, "output_format"), out);
             break;
         case Dialect::vllm_legacy:
+        case Dialect::openai_responses:  // decoded as openai_chat
             break;
     }
     if (err) {

@@ -47,6 +47,9 @@ struct ChoiceState {
     int text_block = -1;  // Anthropic: index of the open text block, -1 when none is open
     int tool_block = -1;  // Anthropic: index of the open tool_use block, -1 when none is open
     int thinking_block = -1;  // Anthropic: index of the open thinking block, -1 when none is
+    // Responses API: the text of its open message or reasoning item (blocks, text_block,
+    // thinking_block and tool_block count and place its output items as Anthropic's blocks).
+    std::string item_text;
 };
 
 struct StreamState {
@@ -87,6 +90,13 @@ struct StreamState {
     // The client's dialect, set by the exchange on the upstream decoder's state: a decoder
     // keeps what only a client of its own dialect can take (canonical::Carried) when they match.
     std::optional<Dialect> client;
+
+    // The Responses API's client encoder: the request's settings its events repeat (owned by
+    // the request, which outlives the stream), the next event's sequence_number, and the output
+    // items done so far (JSON, comma-separated) for the final response object.
+    const GenerationRequest::Responses* responses = nullptr;
+    int64_t sequence = 0;
+    std::string output_items;
 
     std::vector<ChoiceState> choices;
     Timing timing;            // measured by the exchange, set before encode_stream_end

@@ -19,6 +19,7 @@ std::string_view to_string(Dialect d) {
         case Dialect::llamacpp: return "llamacpp";
         case Dialect::vllm_legacy: return "vllm_legacy";
         case Dialect::anthropic: return "anthropic";
+        case Dialect::openai_responses: return "openai_responses";
     }
     return "unknown";
 }
@@ -33,7 +34,8 @@ std::optional<int64_t> default_max_tokens(Dialect d) {
         case Dialect::ollama_generate:
         case Dialect::ollama_chat:
         case Dialect::llamacpp:
-        case Dialect::anthropic: return std::nullopt;
+        case Dialect::anthropic:
+        case Dialect::openai_responses: return std::nullopt;
     }
     return std::nullopt;
 }

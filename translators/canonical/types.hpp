@@ -24,6 +24,10 @@ enum class Dialect {
     llamacpp,            // llama.cpp llama-server POST /completion
     vllm_legacy,         // vLLM's demo server POST /generate
     anthropic,           // Anthropic POST /v1/messages
+    // OpenAI POST /v1/responses: a client dialect only. Its requests are decoded into the chat
+    // request they are equivalent to (`dialect` openai_chat), so every backend's chat encoder
+    // takes them as it takes an OpenAI chat client's (docs/dialects.md, "Responses API").
+    openai_responses,
 };
 
 std::string_view to_string(Dialect d);
@@ -221,7 +225,10 @@ struct SamplingParams {
 };
 
 struct GenerationRequest {
-    Dialect dialect = Dialect::openai_completions;  // the dialect it was decoded from
+    // The dialect it was decoded from; a Responses request reads openai_chat (the chat request
+    // it is equivalent to, which every backend encoder takes) until it is encoded, then
+    // openai_responses (Generation::open), which decoders of the answer read as the client's.
+    Dialect dialect = Dialect::openai_completions;
     RequestKind kind = RequestKind::completion;
     std::string model;  // as the client sent it; empty when the dialect has none (/generate)
 
@@ -271,6 +278,20 @@ struct GenerationRequest {
 
     std::vector<Extra> extras;           // unknown top-level keys
     std::vector<Extra> sampling_extras;  // unknown keys inside SGLang sampling_params
+
+    // The Responses API's own state (translators/responses): set by its decoder, read by its
+    // encoder and by the proxy's store of answers; empty for every other dialect.
+    struct Responses {
+        std::string previous_response_id;  // the stored turn this one continues ("" = none)
+        bool store = false;                // keep this turn (the client's `store`)
+        // This request's `input` as items (compact JSON, item_reference resolved): what a later
+        // turn that names this one as its previous gets back.
+        std::vector<std::string> input_items;
+        // The request's settings the response object repeats ("instructions", "tools", ...),
+        // in its order, each with its JSON value.
+        std::vector<Extra> echo;
+    };
+    Responses responses;
 };
 
 // ---------------------------------------------------------------------------------------------
