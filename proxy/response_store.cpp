@@ -84,6 +84,11 @@ void ResponseStore::put(translators::StoredTurn turn, Clock::time_point now) {
     entries_[id] = Entry{std::move(turn), now, bytes};
     bytes_ += bytes;
     order_.push_back(id);
+    // Deleted turns leave their ids in order_ until they reach its front; a client that keeps
+    // creating and deleting turns behind a long-lived one would grow it without bound.
+    if (order_.size() > 2 * entries_.size() + 64) {
+        std::erase_if(order_, [&](const std::string& k) { return !entries_.contains(k); });
+    }
 }
 
 std::optional<std::string> ResponseStore::response(std::string_view id,
