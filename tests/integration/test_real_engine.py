@@ -521,6 +521,90 @@ class TestRealEngineTools(_RealEngine):
             self.assertIn("Cannot use tools with stream", r.json()["error"]["message"])
 
 
+class TestRealEngineResponses(_RealEngine):
+    """The Responses API (issue 17; docs/dialects.md, "Responses API") bridged onto the real
+    engine's chat route: the engine's own text and counts, the budget (max_output_tokens) held
+    by the engine, the typed stream carrying the same text, a turn continued by
+    previous_response_id, the engine's own tool call as a function_call item, and a JSON schema
+    (text.format) shaping the engine's output."""
+
+    ENGINE_ARGS = ["--jinja"]
+    USER = "Tell me a story about the sea."
+
+    def responses(self, body: dict) -> dict:
+        r = request(self.port, "POST", "/v1/responses",
+                    {"model": ALIAS, "temperature": 0, **body}, timeout=120)
+        self.assertEqual(r.status, 200, r.body[:300])
+        return r.json()
+
+    def direct_chat(self, messages: list[dict], budget: int) -> dict:
+        r = request(self.engine.port, "POST", "/v1/chat/completions",
+                    {"messages": messages, "max_tokens": budget, "temperature": 0}, timeout=60)
+        self.assertEqual(r.status, 200, r.body[:300])
+        return r.json()
+
+    @staticmethod
+    def text(doc: dict) -> str:
+        return "".join(p["text"] for it in doc["output"] if it["type"] == "message"
+                       for p in it["content"] if p["type"] == "output_text")
+
+    def test_the_engines_text_counts_and_budget(self):
+        ref = self.direct_chat([{"role": "system", "content": "Be brief."},
+                                {"role": "user", "content": self.USER}], BUDGET)
+        before = self.engine.tokens_predicted_total()
+        doc = self.responses({"instructions": "Be brief.", "input": self.USER,
+                              "max_output_tokens": BUDGET})
+        generated = self.engine.tokens_predicted_total() - before
+        self.assertLessEqual(generated, BUDGET, "max_output_tokens was not honoured")
+        self.assertEqual(self.text(doc), ref["choices"][0]["message"]["content"])
+        self.assertEqual(doc["usage"]["input_tokens"], ref["usage"]["prompt_tokens"])
+        self.assertEqual(doc["usage"]["output_tokens"], generated)
+        finish = ref["choices"][0]["finish_reason"]
+        self.assertEqual(doc["status"], "incomplete" if finish == "length" else "completed")
+        # Streamed: the same text in output_text deltas, the same counts at the end.
+        r = request(self.port, "POST", "/v1/responses",
+                    {"model": ALIAS, "temperature": 0, "instructions": "Be brief.",
+                     "input": self.USER, "max_output_tokens": BUDGET, "stream": True},
+                    timeout=120)
+        self.assertEqual(r.status, 200, r.body[:300])
+        events = [json.loads(line[6:]) for line in r.body.decode().split("\n")
+                  if line.startswith("data: ")]
+        self.assertEqual([e["sequence_number"] for e in events], list(range(len(events))))
+        deltas = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+        self.assertEqual(deltas, self.text(doc))
+        self.assertIn(events[-1]["type"], ("response.completed", "response.incomplete"))
+        self.assertEqual(events[-1]["response"]["usage"], doc["usage"])
+
+    def test_a_conversation_continued_by_id(self):
+        first = self.responses({"input": "Hello.", "max_output_tokens": 8})
+        second = self.responses({"input": "And then?", "max_output_tokens": 8,
+                                 "previous_response_id": first["id"]})
+        ref = self.direct_chat([{"role": "user", "content": "Hello."},
+                                {"role": "assistant", "content": self.text(first)},
+                                {"role": "user", "content": "And then?"}], 8)
+        self.assertEqual(second["usage"]["input_tokens"], ref["usage"]["prompt_tokens"])
+        self.assertEqual(self.text(second), ref["choices"][0]["message"]["content"])
+
+    def test_the_engines_tool_call_and_a_schema(self):
+        tool = {"type": "function", "name": "set_flag", "description": "Set the flag",
+                "parameters": {"type": "object", "properties": {"ok": {"type": "boolean"}},
+                               "required": ["ok"], "additionalProperties": False}}
+        doc = self.responses({"input": "Set it.", "tools": [tool], "tool_choice": "required",
+                              "max_output_tokens": 200})
+        calls = [it for it in doc["output"] if it["type"] == "function_call"]
+        self.assertEqual(len(calls), 1, doc["output"])
+        self.assertEqual(calls[0]["name"], "set_flag")
+        self.assertIsInstance(json.loads(calls[0]["arguments"])["ok"], bool)
+        self.assertTrue(calls[0]["call_id"])  # the engine writes an empty id
+        schema = TestRealEngineStructuredOutput.SCHEMA
+        doc = self.responses({"input": "The weather, as JSON.", "max_output_tokens": 64,
+                              "text": {"format": {"type": "json_schema", "name": "weather",
+                                                  "schema": schema}}})
+        got = json.loads(self.text(doc))
+        self.assertEqual(set(got), {"unit", "ok"})
+        self.assertIn(got["unit"], ("celsius", "fahrenheit"))
+
+
 class TestRealEngineStructuredOutput(_RealEngine):
     """A JSON schema from every front reaches llama-server where it reads one (json_schema on
     /completion and on its chat route), so the engine's grammar shapes the text: the tiny

@@ -543,6 +543,30 @@ class ScriptedVllm(unittest.TestCase):
         self.assertIn("message", r.json()["error"])
 
 
+class ScriptedLlamacpp(unittest.TestCase):
+    """llama-server's chat route ignores response_format's json_schema (found against the real
+    engine, test_real_engine.TestRealEngineResponses): it is sent its own json_schema too."""
+
+    def test_text_format_reaches_llamacpp_as_its_json_schema(self):
+        backend = ScriptedBackend()
+        self.addCleanup(backend.stop)
+        backend.route("POST", "/v1/chat/completions", lambda _r: json_reply(chat_answer()))
+        proxy = Proxy(["--upstream", backend.url, "--upstream-dialect", "llamacpp", "--model",
+                       MODEL], model=MODEL)
+        self.addCleanup(proxy.stop)
+        schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+        for fmt, expected in (
+                ({"type": "json_schema", "name": "w", "schema": schema}, schema),
+                ({"type": "json_object"}, {"type": "object"})):
+            with self.subTest(format=fmt["type"]):
+                r = post_json(proxy.port, "/v1/responses",
+                              {"model": MODEL, "input": "x", "text": {"format": fmt}})
+                self.assertEqual(r.status, 200, r.body[:300])
+                sent = backend.requests_to("/v1/chat/completions")[-1].json()
+                self.assertEqual(sent["json_schema"], expected)
+                self.assertEqual(sent["response_format"]["type"], fmt["type"])
+
+
 # ---------------------------------------------------------------------------------------------
 # The store: previous_response_id, item_reference, GET / DELETE, input_items, its limits.
 

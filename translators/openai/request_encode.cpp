@@ -432,7 +432,15 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     // reads response_format only as its GrammarType ({"type": "json" | "regex", "value"}): an
     // OpenAI client's json_schema is TGI's 422 as it is, and so is {"type": "text"}, which
     // means none.
-    if ((!openai_client || options.flavor == Flavor::tgi) && canonical::asks_output_format(req)) {
+    // llama.cpp's chat route ignores a response_format json_schema (a shadowed variable in
+    // oaicompat_completion_params_parse at c392e509): its own json_schema goes beside it, as the
+    // fast path adds it, unless the client wrote that member itself.
+    const bool llamacpp_schema =
+        openai_client && options.flavor == Flavor::llamacpp &&
+        std::none_of(req.extras.begin(), req.extras.end(),
+                     [](const canonical::Extra& e) { return e.key == "json_schema"; });
+    if ((!openai_client || options.flavor == Flavor::tgi || llamacpp_schema) &&
+        canonical::asks_output_format(req)) {
         auto fmt = canonical::output_format(req);
         if (!fmt) {
             return fmt.error();
