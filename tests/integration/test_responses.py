@@ -70,6 +70,7 @@ class _EmulatorBackend(unittest.TestCase):
     """One backend dialect, in its own wire style and in another one."""
     DIALECT = ""
     REASONING = True  # the dialect has a reasoning output (TGI has none)
+    THINKING_SWITCH = False  # reasoning.effort switches the emulator's thinking on
     EMULATOR_ARGS: list[str] = []
 
     @classmethod
@@ -265,6 +266,24 @@ class _EmulatorBackend(unittest.TestCase):
                 self.assertEqual([(d["output_index"], d["item"]["type"]) for d in added],
                                  [(0, "reasoning"), (1, "message")])
 
+    def test_reasoning_effort_is_the_backends_thinking_switch(self):
+        if not self.THINKING_SWITCH:
+            self.skipTest("the emulator of this dialect has no thinking switch")
+        for style, port in self.each():
+            with self.subTest(style=style):
+                doc = self.responses(port, {"input": "Why?", "max_output_tokens": 5000,
+                                            "reasoning": {"effort": "high"}})
+                self.assertEqual(doc["output"][0]["type"], "reasoning", doc["output"])
+                self.assertEqual(doc["output"][0]["content"][0]["text"], "Thinking about it.")
+                self.assertEqual(doc["reasoning"]["effort"], "high")
+                doc = self.responses(port, {"input": "Why?", "max_output_tokens": 5000,
+                                            "reasoning": {"effort": "none"}})
+                self.assertEqual([it["type"] for it in doc["output"]], ["message"])
+                r = post_json(port, "/v1/responses", {"model": MODEL, "input": "Why?",
+                                                      "reasoning": {"effort": "sometimes"}})
+                self.assertEqual(r.status, 400, r.body[:300])
+                self.assertEqual(r.json()["error"]["param"], "reasoning.effort")
+
     def test_previous_response_id_continues_the_conversation(self):
         for style, port in self.each():
             with self.subTest(style=style):
@@ -296,6 +315,7 @@ class ResponsesOverTgi(_EmulatorBackend):
 
 class ResponsesOverOllama(_EmulatorBackend):
     DIALECT = "ollama"
+    THINKING_SWITCH = True  # think
 
 
 class ResponsesOverLlamacpp(_EmulatorBackend):
@@ -307,6 +327,19 @@ class ResponsesOverAnthropic(_EmulatorBackend):
     # The Messages API needs max_tokens: a request without a budget is sent 4096, which the
     # emulator's default context (4096) cannot hold with any prompt.
     EMULATOR_ARGS = ["--max-model-len", "32768"]
+    THINKING_SWITCH = True  # thinking: {"type": "enabled", "budget_tokens"}
+
+    def test_a_thinking_budget_must_fit_the_output_budget(self):
+        for style, port in self.each():
+            with self.subTest(style=style):
+                r = post_json(port, "/v1/responses", {"model": MODEL, "input": "Why?",
+                                                      "max_output_tokens": 100,
+                                                      "reasoning": {"effort": "low"}})
+                self.assertEqual(r.status, 400, r.body[:300])
+                err = r.json()["error"]
+                self.assertEqual(err["param"], "reasoning.effort")
+                self.assertIn("1024", err["message"])
+                self.assertIn("max_output_tokens", err["message"])
 
 
 del _EmulatorBackend

@@ -38,6 +38,50 @@ constexpr canonical::InertRule kInert[] = {
     {"tool_choice", "{\"type\":\"auto\"}|{\"type\":\"none\"}"},
     {"thinking", "{\"type\":\"disabled\"}"}};
 
+// An OpenAI client's reasoning_effort as Anthropic's thinking switch (the budgets LiteLLM maps
+// the efforts to; Anthropic's smallest budget is 1024): none -> disabled, minimal and low ->
+// 1024, medium -> 2048, high -> 4096, xhigh and max -> 8192. The budget counts in max_tokens,
+// which must exceed it. `thinking` is empty when the client sent none.
+Result<std::string> thinking_from_effort(const canonical::GenerationRequest& req,
+                                         int64_t max_tokens) {
+    const canonical::Extra* e = req.dialect == Dialect::openai_chat
+                                    ? canonical::find_extra(req, "reasoning_effort")
+                                    : nullptr;
+    if (e == nullptr || e->json == "null") {
+        return std::string();
+    }
+    json::Document doc;
+    const std::string_view effort =
+        !json::parse(e->json, doc) && doc.IsString() ? json::view(doc) : std::string_view();
+    int64_t budget = 0;
+    if (effort == "none") {
+        return std::string(R"({"type":"disabled"})");
+    } else if (effort == "minimal" || effort == "low") {
+        budget = 1024;
+    } else if (effort == "medium") {
+        budget = 2048;
+    } else if (effort == "high") {
+        budget = 4096;
+    } else if (effort == "xhigh" || effort == "max") {
+        budget = 8192;
+    } else {
+        return bad_request("'reasoning_effort' must be none, minimal, low, medium, high, xhigh "
+                           "or max, got " + e->json,
+                           "reasoning_effort");
+    }
+    if (max_tokens <= budget) {
+        return bad_request("'reasoning_effort' " + e->json +
+                               " is a thinking budget of " + std::to_string(budget) +
+                               " tokens on an Anthropic backend, which counts it in the "
+                               "answer's max_tokens (" + std::to_string(max_tokens) +
+                               "): raise the output budget (max_tokens, or the Responses "
+                               "API's max_output_tokens) above " + std::to_string(budget) +
+                               " or lower the effort",
+                           "reasoning_effort");
+    }
+    return R"({"type":"enabled","budget_tokens":)" + std::to_string(budget) + "}";
+}
+
 bool is_known_key(std::string_view key) {
     return std::find(std::begin(kKnownKeys), std::end(kKnownKeys), key) != std::end(kKnownKeys);
 }
@@ -596,7 +640,8 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
             req.dialect == Dialect::openai_chat || req.dialect == Dialect::ollama_chat;
         const auto refused =
             function_client
-                ? canonical::refuse_foreign_extras(req, kBackend, {"tools", "tool_choice"}, true)
+                ? canonical::refuse_foreign_extras(
+                      req, kBackend, {"tools", "tool_choice", "reasoning_effort"}, true)
                 : canonical::refuse_foreign_extras(req, kBackend, {}, true);
         if (refused) {
             return std::move(*refused);
@@ -694,9 +739,18 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
     w.StartObject();
     wire::key(w, "model");
     wire::string(w, options.model.empty() ? req.model : options.model);
+    const int64_t max_tokens =
+        s.max_tokens.value_or(canonical::default_max_tokens(req.dialect).value_or(kFallbackMaxTokens));
+    auto thinking = thinking_from_effort(req, max_tokens);
+    if (!thinking) {
+        return thinking.error();
+    }
     wire::key(w, "max_tokens");
-    w.Int64(s.max_tokens.value_or(
-        canonical::default_max_tokens(req.dialect).value_or(kFallbackMaxTokens)));
+    w.Int64(max_tokens);
+    if (!thinking.value().empty()) {
+        wire::key(w, "thinking");
+        json::write_raw(w, thinking.value());
+    }
     if (!system.empty()) {
         wire::key(w, "system");
         wire::string(w, system);

@@ -90,6 +90,7 @@ void write_response(json::Writer& w, const ResponseHead& head,
 // The error code a Responses client reads for an error ("server_error", "rate_limit_exceeded",
 // "invalid_prompt", ...).
 std::string_view error_code(const canonical::Error& error);
+canonical::Error in_responses_terms(canonical::Error e);
 
 }  // namespace wire
 }  // namespace infergate::translators::responses

@@ -332,13 +332,71 @@ std::optional<StoredTurn> ResponsesCodec::stored_turn(const GenerationRequest& r
     return turn;
 }
 
+namespace wire {
+
+// An error about the chat request the bridge made (from the chat decoder, a backend's encoder
+// or pairing) names the chat field; the client wrote the Responses one. Both the param and the
+// quoted name in the message are renamed: reasoning_effort -> reasoning.effort,
+// max_completion_tokens / max_tokens -> max_output_tokens, response_format -> text.format,
+// tool_choice.function.name -> tool_choice.name, tools[i].function.x -> tools[i].x,
+// messages[...] -> input.
+canonical::Error in_responses_terms(canonical::Error e) {
+    struct Rename {
+        std::string_view chat;
+        std::string_view responses;
+        bool prefix;  // also every path under it
+    };
+    static constexpr Rename kRenames[] = {
+        {"reasoning_effort", "reasoning.effort", false},
+        {"max_completion_tokens", "max_output_tokens", false},
+        {"max_tokens", "max_output_tokens", false},
+        {"response_format.json_schema", "text.format", true},
+        {"response_format", "text.format", true},
+        {"tool_choice.function.name", "tool_choice.name", false},
+    };
+    const auto replace_quoted = [&](std::string_view from, std::string_view to) {
+        const std::string quoted = "'" + std::string(from) + "'";
+        for (size_t at = e.message.find(quoted); at != std::string::npos;
+             at = e.message.find(quoted, at + to.size() + 2)) {
+            e.message.replace(at, quoted.size(), "'" + std::string(to) + "'");
+        }
+    };
+    for (const Rename& r : kRenames) {
+        const std::string_view param = e.param;
+        if (param == r.chat ||
+            (r.prefix && param.starts_with(r.chat) && param.size() > r.chat.size() &&
+             param[r.chat.size()] == '.')) {
+            const std::string renamed =
+                std::string(r.responses) + std::string(param.substr(r.chat.size()));
+            replace_quoted(param, renamed);
+            e.param = renamed;
+            break;
+        }
+    }
+    if (e.param.starts_with("tools[")) {
+        const size_t at = e.param.find("].function.");
+        if (at != std::string::npos) {
+            const std::string renamed = e.param.substr(0, at + 1) + e.param.substr(at + 10);
+            replace_quoted(e.param, renamed);
+            e.param = renamed;
+        }
+    }
+    if (e.param.starts_with("messages")) {
+        replace_quoted(e.param, "input");
+        e.param = "input";
+    }
+    return e;
+}
+
+}  // namespace wire
+
 void ResponsesCodec::encode_error(const Error& error, std::string& out) const {
     // OpenAI's envelope, as its other routes have it: {"error": {message, type, param, code}}.
     json::StringOut os{&out};
     json::Writer w(os);
     w.StartObject();
     wire::key(w, "error");
-    openai::write_error_object(w, error);
+    openai::write_error_object(w, wire::in_responses_terms(error));
     w.EndObject();
 }
 

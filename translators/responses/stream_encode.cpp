@@ -467,11 +467,12 @@ void ResponsesCodec::encode_stream_end(StreamState& state, std::string& out) con
     write_tail(state, out);
 }
 
-void ResponsesCodec::encode_stream_error(const Error& error, StreamState& state,
+void ResponsesCodec::encode_stream_error(const Error& client_error, StreamState& state,
                                          std::string& out) const {
     if (state.ended) {
         return;
     }
+    const Error error = wire::in_responses_terms(client_error);
     // The `error` event, then response.failed with the items done so far (the API's own end of
     // a failed stream): a client sees the failure in either.
     ensure_start(state, out);
