@@ -312,6 +312,18 @@ class ResponsesOverTgi(_EmulatorBackend):
     DIALECT = "tgi"
     REASONING = False
 
+    def test_reasoning_effort_is_refused_unless_none(self):
+        for style, port in self.each():
+            with self.subTest(style=style):
+                r = post_json(port, "/v1/responses", {"model": MODEL, "input": "Why?",
+                                                      "reasoning": {"effort": "low"}})
+                self.assertEqual(r.status, 400, r.body[:300])
+                err = r.json()["error"]
+                self.assertEqual(err["param"], "reasoning.effort")
+                self.assertIn("TGI has no thinking switch", err["message"])
+                self.responses(port, {"input": "Why?", "max_output_tokens": 3,
+                                      "reasoning": {"effort": "none"}})
+
 
 class ResponsesOverOllama(_EmulatorBackend):
     DIALECT = "ollama"
@@ -598,6 +610,16 @@ class ScriptedLlamacpp(unittest.TestCase):
                 sent = backend.requests_to("/v1/chat/completions")[-1].json()
                 self.assertEqual(sent["json_schema"], expected)
                 self.assertEqual(sent["response_format"]["type"], fmt["type"])
+        # reasoning.effort: llama.cpp's own effort (builds from b10434) and the template switch
+        # older builds read.
+        for effort, thinking in (("high", True), ("none", False)):
+            with self.subTest(effort=effort):
+                r = post_json(proxy.port, "/v1/responses",
+                              {"model": MODEL, "input": "x", "reasoning": {"effort": effort}})
+                self.assertEqual(r.status, 200, r.body[:300])
+                sent = backend.requests_to("/v1/chat/completions")[-1].json()
+                self.assertEqual(sent["reasoning_effort"], effort)
+                self.assertEqual(sent["chat_template_kwargs"], {"enable_thinking": thinking})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -469,15 +469,40 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     } else {
         write_messages(w, req);
     }
+    // reasoning_effort, where the backend has no such switch or reads another one: TGI has no
+    // reasoning at all (it would ignore the field: a 400 instead, unless it asks for none);
+    // llama.cpp builds before b10434 read the thinking switch only from
+    // chat_template_kwargs.enable_thinking, which goes beside it (later builds read both).
+    const canonical::Extra* effort =
+        openai_client ? canonical::find_extra(req, "reasoning_effort") : nullptr;
+    if (effort != nullptr && (effort->json == "null" || effort->json == "\"none\"") &&
+        options.flavor == Flavor::tgi) {
+        effort = nullptr;
+    }
+    if (effort != nullptr && options.flavor == Flavor::tgi) {
+        return canonical::bad_request(
+            "'reasoning_effort' cannot be carried to a TGI backend: TGI has no thinking switch "
+            "(its chat API ignores the field); remove it, or send \"none\"",
+            "reasoning_effort");
+    }
     write_sampling(w, *sampling, req, options, api);
     // Unknown keys only survive to a backend of the family they were written for.
     if (openai_client) {
         for (const canonical::Extra& extra : req.extras) {
-            if (options.flavor == Flavor::tgi && extra.key == "response_format") {
-                continue;  // in TGI's own shape: below
+            if (options.flavor == Flavor::tgi &&
+                (extra.key == "response_format" || extra.key == "reasoning_effort")) {
+                continue;  // in TGI's own shape: below; or "none", which TGI always is
             }
             json::key(w, extra.key);
             json::write_raw(w, extra.json);
+        }
+        if (effort != nullptr && effort->json != "null" && options.flavor == Flavor::llamacpp &&
+            canonical::find_extra(req, "chat_template_kwargs") == nullptr) {
+            json::key(w, "chat_template_kwargs");
+            w.StartObject();
+            json::key(w, "enable_thinking");
+            w.Bool(effort->json != "\"none\"");
+            w.EndObject();
         }
     } else if (!tools.tools.empty()) {
         json::key(w, "tools");  // checked above
