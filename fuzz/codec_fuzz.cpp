@@ -3,11 +3,13 @@
 // value. The first byte picks the dialect and the decoder, the rest is the input.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "translators/codec.hpp"
+#include "translators/conversation.hpp"
 
 using namespace infergate;
 
@@ -15,14 +17,36 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 1) {
         return 0;
     }
-    static constexpr canonical::Dialect kDialects[] = {canonical::Dialect::sglang,
-                                                       canonical::Dialect::openai_completions,
-                                                       canonical::Dialect::openai_chat};
-    const auto& codec = translators::codec_for(kDialects[data[0] % 3]);
+    static constexpr canonical::Dialect kDialects[] = {
+        canonical::Dialect::sglang, canonical::Dialect::openai_completions,
+        canonical::Dialect::openai_chat, canonical::Dialect::openai_responses};
+    constexpr unsigned kN = 4;
+    const auto& codec = translators::codec_for(kDialects[data[0] % kN]);
     const std::string_view input(reinterpret_cast<const char*>(data + 1), size - 1);
-    switch ((data[0] / 3) % 3) {
+    switch ((data[0] / kN) % 3) {
         case 0: {
-            auto req = codec.decode_request(input);
+            // A store that knows one conversation and one item, so previous_response_id and
+            // item_reference are walked too.
+            struct Lookup final : translators::ConversationLookup {
+                std::optional<std::vector<std::string>> conversation(
+                    std::string_view id) const override {
+                    if (id != "resp_1") {
+                        return std::nullopt;
+                    }
+                    return std::vector<std::string>{
+                        R"({"type":"message","role":"user","content":"hi"})",
+                        R"({"type":"function_call","call_id":"c","name":"f","arguments":"{}"})"};
+                }
+                std::optional<std::string> item(std::string_view id) const override {
+                    if (id != "fc_1") {
+                        return std::nullopt;
+                    }
+                    return std::string(
+                        R"({"type":"function_call","call_id":"c","name":"f","arguments":"{}"})");
+                }
+            };
+            static const Lookup lookup;
+            auto req = codec.decode_stateful(input, &lookup);
             if (req) {
                 // A decoded request must encode for every backend without crashing.
                 for (auto d : kDialects) {
@@ -62,12 +86,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 events.clear();
                 codec.decode_stream_event(input.substr(start, end - start), dec, events);
                 for (const auto& e : events) {
-                    translators::codec_for(kDialects[(data[0] / 9) % 3])
+                    translators::codec_for(kDialects[(data[0] / (kN * 3)) % kN])
                         .encode_stream_event(e, enc, out);
                 }
                 start = end + 1;
             }
-            translators::codec_for(kDialects[(data[0] / 9) % 3]).encode_stream_end(enc, out);
+            translators::codec_for(kDialects[(data[0] / (kN * 3)) % kN])
+                .encode_stream_end(enc, out);
             break;
         }
     }

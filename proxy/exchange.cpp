@@ -313,7 +313,8 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
                  pool->members.size() > 1 && table_->routing().attempts > 1};
     canonical::GenerationResult kept;
     if (req.responses.store) {
-        g.keep = &kept;
+        g.keep = &kept;  // stored by the relay before the answer's last bytes leave
+        g.store = &worker_.responses();
     }
     watch_.start();
     bool keep_alive = false;
@@ -326,11 +327,6 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
         keep_alive = co_await relay_gather(g);
     } else {
         keep_alive = co_await relay_whole(g);
-    }
-    if (g.keep != nullptr && meter_.outcome() == Outcome::ok) {
-        if (auto turn = front.stored_turn(req, kept)) {
-            worker_.responses().put(std::move(*turn));
-        }
     }
     // The client left while SGLang worked: its connection is closed already; the rids are
     // aborted too (upstream_abort.hpp).

@@ -2,6 +2,7 @@
 #include "proxy/generation.hpp"
 
 #include "proxy/client_request.hpp"
+#include "proxy/response_store.hpp"
 #include "proxy/routing.hpp"
 #include "proxy/upstream_pool.hpp"
 #include "proxy/worker.hpp"
@@ -33,6 +34,16 @@ RetrySlot::~RetrySlot() {
     if (shared != nullptr) {
         shared->retrying.fetch_sub(1, std::memory_order_relaxed);
     }
+}
+
+void Generation::keep_turn() {
+    if (keep == nullptr || store == nullptr) {
+        return;
+    }
+    if (auto turn = front.stored_turn(req, *keep)) {
+        store->put(std::move(*turn));
+    }
+    keep = nullptr;  // once
 }
 
 Task<std::optional<bool>> Generation::open(bool upstream_streams) {

@@ -59,6 +59,8 @@ struct RetrySlot {
     ~RetrySlot();
 };
 
+class ResponseStore;
+
 struct Generation {
     Worker& worker;
     ClientRequest& request;  // the client's bytes (the fast path sends them on)
@@ -82,6 +84,11 @@ struct Generation {
     // the translated relays fill it with the answer as the client got it (a whole answer's
     // copy, or the one its stream makes).
     canonical::GenerationResult* keep = nullptr;
+    ResponseStore* store = nullptr;  // where keep_turn() puts it
+
+    // Puts the kept answer in the store, once it is whole and before its last bytes leave: a
+    // client that has its answer finds the turn (GET /v1/responses/{id}, previous_response_id).
+    void keep_turn();
 
     // Sends the request (encoded for the backend, or on the fast path the client's own bytes)
     // and reads the response head. nullopt: a 2xx is in and its body is next. A value: the

@@ -69,6 +69,7 @@ private:
             if (!r.usage.completion_tokens) {
                 r.usage = enc_.usage_final ? enc_.usage : enc_.aggregate_usage();
             }
+            g_.keep_turn();  // before the final event leaves
         }
     }
 

@@ -45,6 +45,7 @@ Task<bool> send_result(Generation& g, canonical::GenerationResult& result) {
     g.front.encode_response(result, g.req, out);
     if (g.keep != nullptr) {
         *g.keep = result;
+        g.keep_turn();
     }
     co_return co_await g.client.send(http::status::ok, std::move(out));
 }

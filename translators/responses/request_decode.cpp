@@ -144,10 +144,49 @@ public:
     bool recording = false;
 
 private:
+    // Keeps an input item as the API lists it (GET .../input_items, a continued turn): a message
+    // in the short form ({"role", "content": "text"}, or parts without "type") as a message item
+    // {"type": "message", "role", "content": [{"type": "input_text" | "output_text", "text"}]}.
     void record(const Value& v) {
-        if (recording) {
-            input_items_.push_back(json::to_string(v));
+        if (!recording) {
+            return;
         }
+        const Value* type = json::find(v, "type");
+        const Value* role = json::find(v, "role");
+        const Value* content = json::find(v, "content");
+        const bool message = type == nullptr || (type->IsString() && json::view(*type) == "message");
+        if (!v.IsObject() || !message || role == nullptr || !role->IsString() ||
+            content == nullptr || (type != nullptr && !content->IsString())) {
+            input_items_.push_back(json::to_string(v));
+            return;
+        }
+        std::string out;
+        json::StringOut os{&out};
+        json::Writer w(os);
+        w.StartObject();
+        json::key(w, "type");
+        json::string(w, "message");
+        for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
+            const std::string_view k(it->name.GetString(), it->name.GetStringLength());
+            if (k == "type") {
+                continue;
+            }
+            json::key(w, k);
+            if (k == "content" && it->value.IsString()) {
+                w.StartArray();
+                w.StartObject();
+                json::key(w, "type");
+                json::string(w, json::view(*role) == "assistant" ? "output_text" : "input_text");
+                json::key(w, "text");
+                json::string(w, json::view(it->value));
+                w.EndObject();
+                w.EndArray();
+            } else {
+                it->value.Accept(w);
+            }
+        }
+        w.EndObject();
+        input_items_.push_back(std::move(out));
     }
 
     // A message's content as chat content: a string as it is; parts as chat parts.
