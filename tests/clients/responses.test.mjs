@@ -406,16 +406,10 @@ for (const backend of BACKENDS) {
       await assert.rejects(client.responses.retrieve(unstored.id), NotFoundError);
     });
 
-    // TODO(proxy): a streamed turn is stored only after its stream has reached the client:
-    // Exchange::generate (proxy/exchange.cpp) puts the turn once the relay returns, and
-    // StreamRelay::run (proxy/stream_relay.cpp) returns after end_stream() and the upstream
-    // drain. A client that acts on the finished stream at once (retrieve; previous_response_id
-    // in the next turn, as agents do) is sometimes answered 404 "Response with id ... not found"
-    // (about 1 in 10 retrieves here). Marked todo until the turn is stored before the final
-    // event is written; it runs, and reports, every time.
-    test('a streamed turn is stored by the time its stream ends', {
-      todo: 'proxy bug: the streamed turn is stored after the stream ends (see above)' },
-    async () => {
+    // A client that acts on a finished stream at once (retrieve; previous_response_id in the
+    // next turn, as agents do) finds the turn: it is stored before the final event is written
+    // (it once was stored after the stream's end, and 1 retrieve in 10 got a 404).
+    test('a streamed turn is stored by the time its stream ends', async () => {
       const failures = [];
       for (let i = 0; i < 20; i++) {
         const streamed = await client.responses.stream({ model: MODEL, input: `Item ${i}.`,
@@ -480,15 +474,10 @@ for (const backend of BACKENDS) {
       assert.equal(items[0].content[0].type, 'input_text');
     });
 
-    // TODO(proxy): an input message written the short way (`{role, content: "text"}`, the
-    // EasyInputMessage every OpenAI example uses, and `{role, content: [parts]}` without a
-    // `type`, as the AI SDK sends it) is listed by GET .../input_items exactly as sent. The API's
-    // listed item is a message item (ResponseInputMessageItem: `type: "message"`, `content` a
-    // list of input_text parts), so code reading `item.type` or `item.content[0].text` breaks.
-    // The test above sends whole message items instead; this one runs, and reports, every time.
-    test('input_items lists short-form messages as message items', {
-      todo: 'proxy bug: short-form input messages are listed as sent (see above)' },
-    async () => {
+    // An input message written the short way (`{role, content: "text"}`, the EasyInputMessage
+    // every OpenAI example uses, and `{role, content: [parts]}` without a `type`, as the AI SDK
+    // sends it) is listed as the API lists it: a message item (ResponseInputMessageItem).
+    test('input_items lists short-form messages as message items', async () => {
       const res = await client.responses.create({ model: MODEL, max_output_tokens: 5, input: [
         { role: 'user', content: 'First' },
         { role: 'user', content: [{ type: 'input_text', text: 'Second' }] },
