@@ -412,10 +412,11 @@ LoadResult load_yaml_text(std::string_view text) {
     if (root.IsNull()) {
         root = YAML::Node(YAML::NodeType::Map);
     }
-    r.check_keys(root, "",
-                 {"listen", "admin_listen", "threads", "limits", "auth", "backends", "models",
-                  "routing", "responses", "log_level", "client_idle_ms", "client_header_ms", "client_body_ms",
-                  "client_body_min_rate", "shutdown_grace_ms", "access_log", "cors"});
+    r.check_keys(
+        root, "",
+        {"listen", "admin_listen", "threads", "limits", "auth", "backends", "models", "routing",
+         "responses", "log_level", "client_idle_ms", "client_header_ms", "client_body_ms",
+         "client_body_min_rate", "shutdown_grace_ms", "access_log", "cors"});
     if (!r.errors.empty() && !root.IsMap()) {
         return LoadResult{nullptr, r.errors, {}};
     }
@@ -552,7 +553,8 @@ LoadResult load_yaml_text(std::string_view text) {
             r.read(st, "max_bytes", "responses.store", l.max_bytes);
             r.read(st, "max_age_s", "responses.store", l.max_age_s);
             if (l.max_entries < 0 || l.max_bytes < 0) {
-                r.fail("responses.store", "max_entries and max_bytes must be >= 0 (0 keeps nothing)");
+                r.fail("responses.store",
+                       "max_entries and max_bytes must be >= 0 (0 keeps nothing)");
             }
             if (l.max_age_s < 1) {
                 r.fail("responses.store.max_age_s", "must be >= 1 (seconds a turn is kept)");

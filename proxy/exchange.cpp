@@ -89,8 +89,10 @@ Task<bool> Exchange::dispatch() {
         case Route::Kind::health: co_return co_await health(false);
         case Route::Kind::health_generate: co_return co_await health(true);
         case Route::Kind::model_info: co_return co_await model_info(false);
-        case Route::Kind::stored_response: co_return co_await stored_response(route.model_id);
-        case Route::Kind::stored_input: co_return co_await stored_input(route.model_id);
+        case Route::Kind::stored_response:
+            co_return co_await stored_response(route.model_id);
+        case Route::Kind::stored_input:
+            co_return co_await stored_input(route.model_id);
         case Route::Kind::server_info: co_return co_await model_info(true);
         case Route::Kind::method_not_allowed: {
             // Every route also answers OPTIONS (exchange_cors.cpp).

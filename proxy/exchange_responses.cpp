@@ -96,8 +96,8 @@ Task<bool> Exchange::stored_input(std::string_view id) {
     if (order != "asc" && order != "desc") {
         meter_.set_outcome(Outcome::rejected);
         co_return co_await client_.send_openai_error(bad_query(
-            "order", "'order' must be asc or desc, not '" + std::string(order.substr(0, 50)) +
-                         "'"));
+            "order",
+            "'order' must be asc or desc, not '" + std::string(order.substr(0, 50)) + "'"));
     }
     size_t limit = 20;
     if (const auto v = query_value(target, "limit")) {

@@ -55,7 +55,7 @@ private:
         size_t bytes = 0;
     };
     const Entry* live(const std::string& id, Clock::time_point now) const;  // mu_ held
-    void drop(const std::string& id);                                        // mu_ held
+    void drop(const std::string& id);                                       // mu_ held
 
     mutable std::mutex mu_;
     config::ResponseStoreLimits limits_;

@@ -180,8 +180,9 @@ std::string route_list(ListenerKind listener) {
         out += std::string(e.methods.substr(0, e.methods.find(','))) + " " + std::string(e.path);
     }
     if (serves(listener, On::api)) {
-        out += ", GET /v1/models/{model}, GET|DELETE /v1/responses/{id}, "
-               "GET /v1/responses/{id}/input_items";
+        out +=
+            ", GET /v1/models/{model}, GET|DELETE /v1/responses/{id}, "
+            "GET /v1/responses/{id}/input_items";
     }
     return out;
 }

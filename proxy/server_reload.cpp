@@ -7,8 +7,8 @@
 #include "proxy/client_auth.hpp"
 #include "proxy/listener.hpp"
 #include "proxy/log.hpp"
-#include "proxy/routing.hpp"
 #include "proxy/response_store.hpp"
+#include "proxy/routing.hpp"
 #include "proxy/server.hpp"
 #include "proxy/worker.hpp"
 

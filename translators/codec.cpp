@@ -1,13 +1,13 @@
 #include "translators/codec.hpp"
 
-#include "translators/canonical/json.hpp"
 #include "translators/anthropic/codec.hpp"
+#include "translators/canonical/json.hpp"
 #include "translators/llamacpp/codec.hpp"
 #include "translators/ollama/codec.hpp"
 #include "translators/openai/codec.hpp"
+#include "translators/responses/codec.hpp"
 #include "translators/sglang/codec.hpp"
 #include "translators/tgi/codec.hpp"
-#include "translators/responses/codec.hpp"
 #include "translators/vllm_legacy/codec.hpp"
 
 namespace infergate::translators {
@@ -127,7 +127,8 @@ const Codec& codec_for(Dialect dialect) {
         case Dialect::anthropic: return anthropic::codec();
         case Dialect::tgi: return tgi::codec();
         case Dialect::vllm_legacy: return vllm_legacy::codec();
-        case Dialect::openai_responses: return responses::codec();
+        case Dialect::openai_responses:
+            return responses::codec();
     }
     return openai::completions_codec();
 }

@@ -65,18 +65,21 @@ Result<std::string> thinking_from_effort(const canonical::GenerationRequest& req
     } else if (effort == "xhigh" || effort == "max") {
         budget = 8192;
     } else {
-        return bad_request("'reasoning_effort' must be none, minimal, low, medium, high, xhigh "
-                           "or max, got " + e->json,
-                           "reasoning_effort");
+        return bad_request(
+            "'reasoning_effort' must be none, minimal, low, medium, high, xhigh "
+            "or max, got " +
+                e->json,
+            "reasoning_effort");
     }
     if (max_tokens <= budget) {
-        return bad_request("'reasoning_effort' " + e->json +
-                               " is a thinking budget of " + std::to_string(budget) +
+        return bad_request("'reasoning_effort' " + e->json + " is a thinking budget of " +
+                               std::to_string(budget) +
                                " tokens on an Anthropic backend, which counts it in the "
-                               "answer's max_tokens (" + std::to_string(max_tokens) +
+                               "answer's max_tokens (" +
+                               std::to_string(max_tokens) +
                                "): raise the output budget (max_tokens, or the Responses "
-                               "API's max_output_tokens) above " + std::to_string(budget) +
-                               " or lower the effort",
+                               "API's max_output_tokens) above " +
+                               std::to_string(budget) + " or lower the effort",
                            "reasoning_effort");
     }
     return R"({"type":"enabled","budget_tokens":)" + std::to_string(budget) + "}";
@@ -639,10 +642,9 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
         const bool function_client =
             req.dialect == Dialect::openai_chat || req.dialect == Dialect::ollama_chat;
         const auto refused =
-            function_client
-                ? canonical::refuse_foreign_extras(
-                      req, kBackend, {"tools", "tool_choice", "reasoning_effort"}, true)
-                : canonical::refuse_foreign_extras(req, kBackend, {}, true);
+            function_client ? canonical::refuse_foreign_extras(
+                                  req, kBackend, {"tools", "tool_choice", "reasoning_effort"}, true)
+                            : canonical::refuse_foreign_extras(req, kBackend, {}, true);
         if (refused) {
             return std::move(*refused);
         }
@@ -739,8 +741,8 @@ Result<std::string> AnthropicCodec::encode_request(const GenerationRequest& req,
     w.StartObject();
     wire::key(w, "model");
     wire::string(w, options.model.empty() ? req.model : options.model);
-    const int64_t max_tokens =
-        s.max_tokens.value_or(canonical::default_max_tokens(req.dialect).value_or(kFallbackMaxTokens));
+    const int64_t max_tokens = s.max_tokens.value_or(
+        canonical::default_max_tokens(req.dialect).value_or(kFallbackMaxTokens));
     auto thinking = thinking_from_effort(req, max_tokens);
     if (!thinking) {
         return thinking.error();

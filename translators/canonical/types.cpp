@@ -19,7 +19,8 @@ std::string_view to_string(Dialect d) {
         case Dialect::llamacpp: return "llamacpp";
         case Dialect::vllm_legacy: return "vllm_legacy";
         case Dialect::anthropic: return "anthropic";
-        case Dialect::openai_responses: return "openai_responses";
+        case Dialect::openai_responses:
+            return "openai_responses";
     }
     return "unknown";
 }
@@ -35,7 +36,8 @@ std::optional<int64_t> default_max_tokens(Dialect d) {
         case Dialect::ollama_chat:
         case Dialect::llamacpp:
         case Dialect::anthropic:
-        case Dialect::openai_responses: return std::nullopt;
+        case Dialect::openai_responses:
+            return std::nullopt;
     }
     return std::nullopt;
 }
