@@ -143,6 +143,15 @@ TEST_SUITE("responses response encode") {
         CHECK(at(out, "/status") == R"("completed")");
     }
 
+    TEST_CASE("reasoning alone, cut by the budget: the reasoning item is the whole output") {
+        GenerationResult r = result("", FinishKind::length);
+        r.choices[0].reasoning = "Hmm";
+        const std::string out = encode(r);
+        CHECK(at(out, "/status") == R"("incomplete")");
+        CHECK(at(out, "/output") == R"([{"id":"rs_abc_0","type":"reasoning","summary":[],)"
+                                    R"("content":[{"type":"reasoning_text","text":"Hmm"}]}])");
+    }
+
     TEST_CASE("no choice at all: one empty message; ids from an id without resp_") {
         GenerationResult r;
         r.id = "chatcmpl-7";

@@ -472,6 +472,19 @@ TEST_SUITE("responses stream encode") {
         CHECK(types(blocks(empty.end())) == types(events));
     }
 
+    TEST_CASE("reasoning only, cut by the budget: the stream's items are the stored ones") {
+        Stream s;
+        const std::vector<StreamEvent> in = {reasoning("Hmm, "), reasoning("let me see"),
+                                             finish(FinishKind::length)};
+        const std::vector<Sse> events = blocks(s.run(in));
+        check_stream(events);
+        const std::string& last = events.back().data;
+        CHECK(events.back().event == "response.incomplete");
+        CHECK(at(last, "/response/output/0/id") == R"("rs_s1_0")");
+        CHECK(at(last, "/response/output/0/content/0/text") == R"("Hmm, let me see")");
+        CHECK(at(last, "/response/output") == whole_output(in));
+    }
+
     TEST_CASE("keepalives pass as comments; other choices are ignored") {
         Stream s;
         StreamEvent ping;
