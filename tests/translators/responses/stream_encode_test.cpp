@@ -368,6 +368,34 @@ TEST_SUITE("responses stream encode") {
         CHECK(events[call_added + 1].event == "response.function_call_arguments.delta");
     }
 
+    TEST_CASE("text and a whole call in one chunk: the message first, as the stored answer") {
+        // Ollama streams each call whole, in the line that may carry text too.
+        StreamEvent both = call(0, "call_1", "f", R"({"a":1})");
+        both.text = "Let me look.";
+        const std::vector<StreamEvent> in = {both, finish(FinishKind::tool_calls)};
+        Stream s;
+        const std::vector<Sse> events = blocks(s.run(in));
+        check_stream(events);
+        const size_t message_done = place_of(events, "response.output_item.done", "message");
+        const size_t call_added = place_of(events, "response.output_item.added", "function_call");
+        CHECK(message_done < call_added);
+        const std::string& last = events.back().data;
+        CHECK(at(last, "/response/output/0/id") == R"("msg_s1_0")");
+        CHECK(at(last, "/response/output/1/id") == R"("fc_s1_1")");
+        CHECK(at(last, "/response/output") == whole_output(in));
+    }
+
+    TEST_CASE("a piece of the open call and text in one chunk: the call's arguments first") {
+        Stream s;
+        StreamEvent rest = call(0, "", "", R"(1})");
+        rest.text = "Done.";
+        const std::vector<Sse> events = blocks(s.run({call(0, "call_1", "f", R"({"a":)"), rest}));
+        check_stream(events);
+        const size_t call_done = place_of(events, "response.output_item.done", "function_call");
+        CHECK(at(events[call_done].data, "/item/arguments") == R"("{\"a\":1}")");
+        CHECK(at(events.back().data, "/response/output/1/content/0/text") == R"("Done.")");
+    }
+
     TEST_CASE("the token budget: response.incomplete, the message incomplete") {
         Stream s;
         const std::vector<StreamEvent> in = {text("Once upon"), finish(FinishKind::length),
