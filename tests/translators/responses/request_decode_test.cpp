@@ -409,6 +409,7 @@ TEST_SUITE("responses request decode: malformed requests") {
             {R"({"model":"m"})", "input"},
             {R"({"model":"m","input":5})", "input"},
             {R"({"model":"m","input":{"role":"user","content":"x"}})", "input"},
+            {R"({"model":"m","input":[]})", "input"},
             {R"({"model":"m","input":"x","instructions":5})", "instructions"},
             {R"({"model":"m","input":"x","stream":"yes"})", "stream"},
             {R"({"model":"m","input":"x","store":"no"})", "store"},
@@ -429,10 +430,19 @@ TEST_SUITE("responses request decode: malformed requests") {
             {R"({"model":"m","input":[{"role":"user","content":[
                 {"type":"input_image","file_id":"file_1"}]}]})",
              "input[0].content[0].image_url"},
+            {R"({"model":"m","input":[{"role":"user","content":[
+                {"type":"input_image","image_url":"data:image/png,iVBORw0KGgo="}]}]})",
+             "input[0].content[0].image_url"},
+            {R"({"model":"m","input":[{"role":"user","content":[
+                {"type":"input_image","image_url":"data:image/png;base64"}]}]})",
+             "input[0].content[0].image_url"},
             {R"({"model":"m","input":[{"role":"assistant","content":[
                 {"type":"refusal","refusal":"no"}]}]})",
              "input[0].content[0]"},
             {R"({"model":"m","input":[{"type":"function_call","call_id":"c","arguments":"{}"}]})",
+             "input[0].name"},
+            {R"({"model":"m","input":[{"type":"function_call","call_id":"c","name":"",
+                "arguments":"{}"}]})",
              "input[0].name"},
             {R"({"model":"m","input":[{"type":"function_call","name":"f","arguments":"{}"}]})",
              "input[0].call_id"},
