@@ -235,6 +235,17 @@ private:
                             "stored at OpenAI, which a self-hosted backend cannot read)",
                         at + ".image_url");
                 }
+                const std::string_view u = json::view(*url);
+                if (const size_t comma = u.find(',');
+                    u.starts_with("data:") &&
+                    (comma == std::string_view::npos || !u.substr(0, comma).ends_with(";base64"))) {
+                    // (Checked here, so that the 400 names the client's field and not the
+                    // chat request's.)
+                    return bad_request("'" + at +
+                                           ".image_url' is a data URL without base64 data; send "
+                                           "data:<media type>;base64,<bytes>",
+                                       at + ".image_url");
+                }
                 w_.StartObject();
                 json::key(w_, "type");
                 json::string(w_, "image_url");
@@ -345,6 +356,10 @@ private:
                 return bad_request("'" + path + "." + member + "' must be a string",
                                    path + "." + member);
             }
+        }
+        if (name->GetStringLength() == 0) {
+            return bad_request("'" + path + ".name' must not be empty: the function called",
+                               path + ".name");
         }
         asst_.open = true;  // the same turn as the reasoning, text and calls before it
         std::string call;
@@ -939,6 +954,13 @@ Result<GenerationRequest> ResponsesCodec::decode_stateful(std::string_view body,
 
     auto decoded = openai::decode_request(chat.body(), openai::Api::chat);
     if (!decoded) {
+        if (decoded.error().param == "messages") {
+            // No message at all: the client sent no `messages`, it sent an empty input.
+            return bad_request(
+                "'input' is empty: send at least one input item (or instructions, or a "
+                "previous_response_id)",
+                "input");
+        }
         return decoded;
     }
     GenerationRequest& req = decoded.value();

@@ -256,7 +256,10 @@ std::string output_of(const canonical::Choice* c, std::string_view response_id,
         const std::string id = wire::item_id("rs", response_id, place);
         add(id, [&](json::Writer& w) { wire::write_reasoning_item(w, id, c->reasoning); });
     }
-    if (c == nullptr || !c->text.empty() || c->tool_calls.empty()) {
+    // The message when there is text, or nothing else to show (an empty answer): a reasoning
+    // item alone (the budget ran out while the model reasoned) is the whole output, as the
+    // stream makes it (stream_encode.cpp opens a message only for text or an empty answer).
+    if (c == nullptr || !c->text.empty() || (c->tool_calls.empty() && c->reasoning.empty())) {
         const std::string id = wire::item_id("msg", response_id, place);
         const std::string_view text = c != nullptr ? std::string_view(c->text) : "";
         add(id, [&](json::Writer& w) { wire::write_message_item(w, id, text, message_status); });

@@ -422,11 +422,20 @@ void ResponsesCodec::encode_stream_event(const StreamEvent& event, StreamState& 
             if (!event.reasoning.empty()) {
                 write_reasoning(state, event.reasoning, out);
             }
-            if (!event.tool_calls.empty()) {
+            // Text before the calls that a chunk starts (a whole call in the line that carries
+            // text too, as Ollama streams them): the message comes before the calls, as in the
+            // whole answer, so the items the store keeps have the ids the stream gave them. The
+            // pieces of a call already open go first, so that it is closed with all its
+            // arguments.
+            const bool call_open = c.tool_block >= 0;
+            if (call_open && !event.tool_calls.empty()) {
                 write_call_pieces(state, event.tool_calls, out);
             }
             if (!event.text.empty()) {
                 write_text(state, event.text, out);
+            }
+            if (!call_open && !event.tool_calls.empty()) {
+                write_call_pieces(state, event.tool_calls, out);
             }
             if (event.finish && event.finish->kind != FinishKind::none && !c.held_finish) {
                 if (event.finish->kind == FinishKind::abort) {
