@@ -445,11 +445,17 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
         if (!fmt) {
             return fmt.error();
         }
-        auto member = format_member(*fmt, options.flavor);
-        if (!member) {
-            return member.error();
+        // llama.cpp: a JSON schema or object only; anything else goes as the client wrote it,
+        // as on the fast path.
+        const bool json_kind = fmt->kind == canonical::OutputFormat::Kind::json_schema ||
+                               fmt->kind == canonical::OutputFormat::Kind::json_object;
+        if (!(openai_client && options.flavor == Flavor::llamacpp && !json_kind)) {
+            auto member = format_member(*fmt, options.flavor);
+            if (!member) {
+                return member.error();
+            }
+            format = std::move(member.value());
         }
-        format = std::move(member.value());
     }
     std::string body;
     body.reserve(256 + (req.prompts.empty() ? 0 : req.prompts.front().text.size()) +
@@ -469,10 +475,8 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
     } else {
         write_messages(w, req);
     }
-    // reasoning_effort, where the backend has no such switch or reads another one: TGI has no
-    // reasoning at all (it would ignore the field: a 400 instead, unless it asks for none);
-    // llama.cpp builds before b10434 read the thinking switch only from
-    // chat_template_kwargs.enable_thinking, which goes beside it (later builds read both).
+    // reasoning_effort to TGI, which has no reasoning at all: it would ignore the field, so a 400
+    // instead, unless it asks for none.
     const canonical::Extra* effort =
         openai_client ? canonical::find_extra(req, "reasoning_effort") : nullptr;
     if (effort != nullptr && (effort->json == "null" || effort->json == "\"none\"") &&
@@ -495,14 +499,6 @@ Result<std::string> encode_request(const GenerationRequest& req, const UpstreamO
             }
             json::key(w, extra.key);
             json::write_raw(w, extra.json);
-        }
-        if (effort != nullptr && effort->json != "null" && options.flavor == Flavor::llamacpp &&
-            canonical::find_extra(req, "chat_template_kwargs") == nullptr) {
-            json::key(w, "chat_template_kwargs");
-            w.StartObject();
-            json::key(w, "enable_thinking");
-            w.Bool(effort->json != "\"none\"");
-            w.EndObject();
         }
     } else if (!tools.tools.empty()) {
         json::key(w, "tools");  // checked above

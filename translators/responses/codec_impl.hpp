@@ -90,6 +90,8 @@ void write_response(json::Writer& w, const ResponseHead& head,
 // The error code a Responses client reads for an error ("server_error", "rate_limit_exceeded",
 // "invalid_prompt", ...).
 std::string_view error_code(const canonical::Error& error);
+// The status of the answer's items: "completed" when the answer completed, else "incomplete".
+std::string_view item_status(const Status& status);
 canonical::Error in_responses_terms(canonical::Error e);
 
 }  // namespace wire

@@ -290,6 +290,9 @@ private:
                 type != nullptr && type->IsString() ? json::view(*type) : "";
             if ((kind == "output_text" || kind == "input_text" || kind == "text") &&
                 t != nullptr && t->IsString()) {
+                if (i > 0) {
+                    text += '\n';  // as vLLM joins a message's text parts, whatever its role
+                }
                 text.append(json::view(*t));
                 continue;
             }

@@ -159,6 +159,10 @@ Status status_of(const canonical::FinishReason* finish) {
     return s;
 }
 
+std::string_view item_status(const Status& status) {
+    return status.status == "completed" ? "completed" : "incomplete";
+}
+
 std::string_view error_code(const canonical::Error& error) {
     if (!error.code.empty()) {
         return error.code;
@@ -269,7 +273,7 @@ std::string output_of(const canonical::Choice* c, std::string_view response_id,
             const std::string id = wire::item_id("fc", response_id, place);
             const std::string cid = wire::call_id(call, response_id, place);
             add(id, [&](json::Writer& w) {
-                wire::write_function_call_item(w, id, cid, call, "completed");
+                wire::write_function_call_item(w, id, cid, call, message_status);
             });
         }
     }
@@ -288,8 +292,7 @@ void ResponsesCodec::encode_response(const GenerationResult& result, const Gener
     const canonical::Choice* c = first_choice(result);
     const wire::Status status = wire::status_of(c != nullptr ? &c->finish : nullptr);
     const std::string output =
-        output_of(c, result.id, status.status == "incomplete" ? "incomplete" : "completed",
-                  nullptr);
+        output_of(c, result.id, wire::item_status(status), nullptr);
     const canonical::Error aborted = openai::upstream_error(
         c != nullptr && !c->finish.message.empty() ? c->finish.message
                                                    : "the backend aborted the generation");
@@ -329,7 +332,7 @@ std::optional<StoredTurn> ResponsesCodec::stored_turn(const GenerationRequest& r
     turn.output_from = turn.items.size();
     const canonical::Choice* c = first_choice(result);
     const wire::Status status = wire::status_of(c != nullptr ? &c->finish : nullptr);
-    (void)output_of(c, result.id, status.status == "incomplete" ? "incomplete" : "completed",
+    (void)output_of(c, result.id, wire::item_status(status),
                     &turn.items);
     encode_response(result, req, turn.response);
     return turn;

@@ -212,7 +212,8 @@ void close_reasoning(canonical::StreamState& s, std::string& out) {
     c.item_text.clear();
 }
 
-void close_call(canonical::StreamState& s, std::string& out) {
+void close_call(canonical::StreamState& s, std::string& out,
+                std::string_view status = "completed") {
     ChoiceState& c = s.choice(0);
     if (c.tool_block < 0 || c.calls_sent == 0) {
         return;
@@ -229,15 +230,17 @@ void close_call(canonical::StreamState& s, std::string& out) {
         wire::string(w, call.arguments);
     });
     item_done(s, index, out, [&](json::Writer& w) {
-        wire::write_function_call_item(w, id, cid, call, "completed");
+        wire::write_function_call_item(w, id, cid, call, status);
     });
     c.tool_block = -1;
 }
 
-void close_all(canonical::StreamState& s, std::string_view message_status, std::string& out) {
+// The items still open, with `item_status` (wire::item_status: "incomplete" when the answer
+// did not complete, so a call cut short is not taken for a whole one).
+void close_all(canonical::StreamState& s, std::string_view item_status, std::string& out) {
     close_reasoning(s, out);
-    close_message(s, message_status, out);
-    close_call(s, out);
+    close_message(s, item_status, out);
+    close_call(s, out, item_status);
 }
 
 void write_reasoning(canonical::StreamState& s, std::string_view text, std::string& out) {
@@ -380,7 +383,7 @@ void write_tail(canonical::StreamState& s, std::string& out) {
     if (c.blocks == 0) {
         open_message(s, out);  // an answer without content still has its (empty) message
     }
-    close_all(s, status.status == "incomplete" ? "incomplete" : "completed", out);
+    close_all(s, wire::item_status(status), out);
     const std::string_view type =
         status.status == "incomplete" ? "response.incomplete" : "response.completed";
     emit(type, s, out,

@@ -123,9 +123,9 @@ TEST_SUITE("responses request decode") {
         CHECK(req.messages[0].content == "Be brief.");
         CHECK(req.messages[1].content == "Hi");
         CHECK(echo(req, "instructions") == R"("Be brief.")");
-        // Instructions are this request's own: not an input item a later turn gets back.
-        CHECK(req.responses.input_items ==
-              std::vector<std::string>{R"({"role":"user","content":"Hi"})"});
+        // Instructions are this request's own: not an input item a later turn gets back. The
+        // short-form message is kept as the API lists it: a message item with input_text parts.
+        CHECK(req.responses.input_items == std::vector<std::string>{R"({"type":"message","role":"user","content":[{"type":"input_text","text":"Hi"}]})"});
     }
 
     TEST_CASE("message items: roles, input_text parts, output_text of the assistant") {
@@ -143,13 +143,15 @@ TEST_SUITE("responses request decode") {
         CHECK(req.messages[0].content == "dev rules");
         CHECK(req.messages[1].content == "sys");
         CHECK(req.messages[2].content == "a\nb");  // chat's text parts, joined as vLLM joins them
-        CHECK(req.messages[3].content == "I see a cat");
+        CHECK(req.messages[3].content == "I see \na cat");  // an assistant's parts as well
         CHECK(req.messages[3].tool_calls.empty());
         CHECK(req.messages[4].content == "Plain.");  // two assistant messages: two turns
         CHECK_FALSE(req.non_text_content);
         CHECK(req.responses.input_items.size() == 5);
         CHECK(req.responses.input_items[1] ==
-              R"({"role":"system","content":[{"type":"input_text","text":"sys"}]})");
+              R"({"type":"message","role":"system","content":[{"type":"input_text","text":"sys"}]})");
+        CHECK(req.responses.input_items[4] ==
+              R"({"type":"message","role":"assistant","content":[{"type":"output_text","text":"Plain."}]})");
     }
 
     TEST_CASE("input_image parts become chat image_url parts, detail kept") {
@@ -568,9 +570,8 @@ TEST_SUITE("responses request decode: conversation state") {
         CHECK(roles(req) == std::vector<std::string>{"user", "assistant", "user"});
         CHECK(req.messages[1].content == "Hello");
         CHECK(req.responses.input_items ==
-              std::vector<std::string>{R"({"role":"user","content":"Hi"})",
-                                       std::string(kAssistantHello),
-                                       R"({"role":"user","content":"more"})"});
+              std::vector<std::string>{R"({"type":"message","role":"user","content":[{"type":"input_text","text":"Hi"}]})", std::string(kAssistantHello),
+                                       R"({"type":"message","role":"user","content":[{"type":"input_text","text":"more"}]})"});
     }
 
     TEST_CASE("item_reference: unknown item, no store, a stored reference") {
