@@ -36,12 +36,34 @@ using json::Value;
 
 // Every top-level member a Responses request may have. The ones the bridge cannot honour are
 // refused by name below; anything else is the 400 OpenAI gives for an unknown parameter.
-constexpr std::string_view kKnown[] = {
-    "model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools",
-    "tool_choice", "parallel_tool_calls", "text", "reasoning", "metadata", "user", "store",
-    "previous_response_id", "stream", "stream_options", "include", "truncation", "background",
-    "service_tier", "top_logprobs", "max_tool_calls", "prompt", "prompt_cache_key",
-    "safety_identifier", "conversation", "prompt_cache_retention"};
+constexpr std::string_view kKnown[] = {"model",
+                                       "input",
+                                       "instructions",
+                                       "max_output_tokens",
+                                       "temperature",
+                                       "top_p",
+                                       "tools",
+                                       "tool_choice",
+                                       "parallel_tool_calls",
+                                       "text",
+                                       "reasoning",
+                                       "metadata",
+                                       "user",
+                                       "store",
+                                       "previous_response_id",
+                                       "stream",
+                                       "stream_options",
+                                       "include",
+                                       "truncation",
+                                       "background",
+                                       "service_tier",
+                                       "top_logprobs",
+                                       "max_tool_calls",
+                                       "prompt",
+                                       "prompt_cache_key",
+                                       "safety_identifier",
+                                       "conversation",
+                                       "prompt_cache_retention"};
 
 Error refused(std::string_view param, std::string why) {
     return bad_request("'" + std::string(param) + "' " + why, std::string(param));
@@ -99,8 +121,9 @@ public:
             return reference(v, path, depth);
         }
         if (t.empty()) {
-            return bad_request("'" + path + "' has no 'type' (message, function_call, "
-                                            "function_call_output, reasoning or item_reference)",
+            return bad_request("'" + path +
+                                   "' has no 'type' (message, function_call, "
+                                   "function_call_output, reasoning or item_reference)",
                                path + ".type");
         }
         return bad_request(
@@ -154,7 +177,8 @@ private:
         const Value* type = json::find(v, "type");
         const Value* role = json::find(v, "role");
         const Value* content = json::find(v, "content");
-        const bool message = type == nullptr || (type->IsString() && json::view(*type) == "message");
+        const bool message =
+            type == nullptr || (type->IsString() && json::view(*type) == "message");
         if (!v.IsObject() || !message || role == nullptr || !role->IsString() ||
             content == nullptr || (type != nullptr && !content->IsString())) {
             input_items_.push_back(json::to_string(v));
@@ -196,8 +220,7 @@ private:
             return std::nullopt;
         }
         if (!c.IsArray()) {
-            return bad_request("'" + path + "' must be a string or a list of content parts",
-                               path);
+            return bad_request("'" + path + "' must be a string or a list of content parts", path);
         }
         if (assistant) {
             // An assistant turn's parts (output_text, refusal) as its text.
@@ -213,8 +236,7 @@ private:
             const std::string at = path + "[" + std::to_string(i) + "]";
             const Value& part = c[i];
             const Value* type = json::find(part, "type");
-            const std::string_view t =
-                type != nullptr && type->IsString() ? json::view(*type) : "";
+            const std::string_view t = type != nullptr && type->IsString() ? json::view(*type) : "";
             if (t == "input_text" || t == "output_text" || t == "text") {
                 const Value* text = json::find(part, "text");
                 if (text == nullptr || !text->IsString()) {
@@ -279,8 +301,7 @@ private:
             return std::nullopt;
         }
         if (!c.IsArray()) {
-            return bad_request("'" + path + "' must be a string or a list of content parts",
-                               path);
+            return bad_request("'" + path + "' must be a string or a list of content parts", path);
         }
         for (rapidjson::SizeType i = 0; i < c.Size(); ++i) {
             const std::string at = path + "[" + std::to_string(i) + "]";
@@ -288,8 +309,8 @@ private:
             const Value* t = json::find(c[i], "text");
             const std::string_view kind =
                 type != nullptr && type->IsString() ? json::view(*type) : "";
-            if ((kind == "output_text" || kind == "input_text" || kind == "text") &&
-                t != nullptr && t->IsString()) {
+            if ((kind == "output_text" || kind == "input_text" || kind == "text") && t != nullptr &&
+                t->IsString()) {
                 if (i > 0) {
                     text += '\n';  // as vLLM joins a message's text parts, whatever its role
                 }
@@ -353,8 +374,8 @@ private:
         const Value* call_id = json::find(v, "call_id");
         const Value* name = json::find(v, "name");
         const Value* arguments = json::find(v, "arguments");
-        for (const auto& [member, value] : {std::pair{"call_id", call_id}, {"name", name},
-                                            {"arguments", arguments}}) {
+        for (const auto& [member, value] :
+             {std::pair{"call_id", call_id}, {"name", name}, {"arguments", arguments}}) {
             if (value == nullptr || !value->IsString()) {
                 return bad_request("'" + path + "." + member + "' must be a string",
                                    path + "." + member);
@@ -463,16 +484,15 @@ private:
         std::optional<std::string> stored =
             lookup_ != nullptr ? lookup_->item(json::view(*id)) : std::nullopt;
         if (!stored) {
-            Error e = bad_request("Item with id '" + std::string(json::view(*id)) +
-                                      "' not found" +
-                                      (lookup_ == nullptr
-                                           ? " (this infergate keeps no responses: "
-                                             "responses.store.max_entries is 0); send the item "
-                                             "itself"
-                                           : "; it was never stored, was deleted, or has expired "
-                                             "(docs/dialects.md, \"Responses API\"); send the "
-                                             "item itself"),
-                                  path + ".id");
+            Error e = bad_request(
+                "Item with id '" + std::string(json::view(*id)) + "' not found" +
+                    (lookup_ == nullptr ? " (this infergate keeps no responses: "
+                                          "responses.store.max_entries is 0); send the item "
+                                          "itself"
+                                        : "; it was never stored, was deleted, or has expired "
+                                          "(docs/dialects.md, \"Responses API\"); send the "
+                                          "item itself"),
+                path + ".id");
             e.code = "item_not_found";
             return e;
         }
@@ -494,8 +514,8 @@ private:
 public:
     std::optional<Error> recorded_item(const Value& v, const std::string& path) {
         const Value* type = json::find(v, "type");
-        if (recording && !(type != nullptr && type->IsString() &&
-                           json::view(*type) == "item_reference")) {
+        if (recording &&
+            !(type != nullptr && type->IsString() && json::view(*type) == "item_reference")) {
             record(v);
         }
         return item(v, path);
@@ -558,9 +578,9 @@ std::optional<Error> write_tools(const Value& tools, json::Writer& w) {
             const std::string_view k(it->name.GetString(), it->name.GetStringLength());
             if (k != "type" && k != "name" && k != "description" && k != "parameters" &&
                 k != "strict") {
-                return bad_request("'" + at + "." + std::string(k) +
-                                       "' is not a member of a function tool",
-                                   at + "." + std::string(k));
+                return bad_request(
+                    "'" + at + "." + std::string(k) + "' is not a member of a function tool",
+                    at + "." + std::string(k));
             }
         }
     }

@@ -291,8 +291,7 @@ void ResponsesCodec::encode_response(const GenerationResult& result, const Gener
                                      std::string& out) const {
     const canonical::Choice* c = first_choice(result);
     const wire::Status status = wire::status_of(c != nullptr ? &c->finish : nullptr);
-    const std::string output =
-        output_of(c, result.id, wire::item_status(status), nullptr);
+    const std::string output = output_of(c, result.id, wire::item_status(status), nullptr);
     const canonical::Error aborted = openai::upstream_error(
         c != nullptr && !c->finish.message.empty() ? c->finish.message
                                                    : "the backend aborted the generation");
@@ -332,8 +331,7 @@ std::optional<StoredTurn> ResponsesCodec::stored_turn(const GenerationRequest& r
     turn.output_from = turn.items.size();
     const canonical::Choice* c = first_choice(result);
     const wire::Status status = wire::status_of(c != nullptr ? &c->finish : nullptr);
-    (void)output_of(c, result.id, wire::item_status(status),
-                    &turn.items);
+    (void)output_of(c, result.id, wire::item_status(status), &turn.items);
     encode_response(result, req, turn.response);
     return turn;
 }
@@ -369,9 +367,8 @@ canonical::Error in_responses_terms(canonical::Error e) {
     };
     for (const Rename& r : kRenames) {
         const std::string_view param = e.param;
-        if (param == r.chat ||
-            (r.prefix && param.starts_with(r.chat) && param.size() > r.chat.size() &&
-             param[r.chat.size()] == '.')) {
+        if (param == r.chat || (r.prefix && param.starts_with(r.chat) &&
+                                param.size() > r.chat.size() && param[r.chat.size()] == '.')) {
             const std::string renamed =
                 std::string(r.responses) + std::string(param.substr(r.chat.size()));
             replace_quoted(param, renamed);

@@ -74,8 +74,7 @@ canonical::Usage usage_of(const canonical::StreamState& s) {
 
 // {"response": {...}} for the lifecycle events.
 void write_response_member(json::Writer& w, const canonical::StreamState& s,
-                           const wire::Status& status, bool final,
-                           const canonical::Error* error) {
+                           const wire::Status& status, bool final, const canonical::Error* error) {
     wire::key(w, "response");
     w.StartObject();
     wire::ResponseHead head;
@@ -104,9 +103,8 @@ void ensure_start(canonical::StreamState& s, std::string& out) {
     wire::Status in_progress;
     in_progress.status = "in_progress";
     for (std::string_view type : {"response.created", "response.in_progress"}) {
-        emit(type, s, out, [&](json::Writer& w) {
-            write_response_member(w, s, in_progress, false, nullptr);
-        });
+        emit(type, s, out,
+             [&](json::Writer& w) { write_response_member(w, s, in_progress, false, nullptr); });
     }
 }
 
@@ -184,9 +182,8 @@ void close_message(canonical::StreamState& s, std::string_view item_status, std:
         w.EndArray();
     });
     part_event("response.content_part.done", s, id, index, "output_text", c.item_text, out);
-    item_done(s, index, out, [&](json::Writer& w) {
-        wire::write_message_item(w, id, c.item_text, item_status);
-    });
+    item_done(s, index, out,
+              [&](json::Writer& w) { wire::write_message_item(w, id, c.item_text, item_status); });
     c.text_block = -1;
     c.item_text.clear();
 }
@@ -229,9 +226,8 @@ void close_call(canonical::StreamState& s, std::string& out,
         wire::key(w, "arguments");
         wire::string(w, call.arguments);
     });
-    item_done(s, index, out, [&](json::Writer& w) {
-        wire::write_function_call_item(w, id, cid, call, status);
-    });
+    item_done(s, index, out,
+              [&](json::Writer& w) { wire::write_function_call_item(w, id, cid, call, status); });
     c.tool_block = -1;
 }
 

@@ -125,7 +125,10 @@ TEST_SUITE("responses request decode") {
         CHECK(echo(req, "instructions") == R"("Be brief.")");
         // Instructions are this request's own: not an input item a later turn gets back. The
         // short-form message is kept as the API lists it: a message item with input_text parts.
-        CHECK(req.responses.input_items == std::vector<std::string>{R"({"type":"message","role":"user","content":[{"type":"input_text","text":"Hi"}]})"});
+        CHECK(
+            req.responses.input_items ==
+            std::vector<std::string>{
+                R"({"type":"message","role":"user","content":[{"type":"input_text","text":"Hi"}]})"});
     }
 
     TEST_CASE("message items: roles, input_text parts, output_text of the assistant") {
@@ -148,10 +151,12 @@ TEST_SUITE("responses request decode") {
         CHECK(req.messages[4].content == "Plain.");  // two assistant messages: two turns
         CHECK_FALSE(req.non_text_content);
         CHECK(req.responses.input_items.size() == 5);
-        CHECK(req.responses.input_items[1] ==
-              R"({"type":"message","role":"system","content":[{"type":"input_text","text":"sys"}]})");
-        CHECK(req.responses.input_items[4] ==
-              R"({"type":"message","role":"assistant","content":[{"type":"output_text","text":"Plain."}]})");
+        CHECK(
+            req.responses.input_items[1] ==
+            R"({"type":"message","role":"system","content":[{"type":"input_text","text":"sys"}]})");
+        CHECK(
+            req.responses.input_items[4] ==
+            R"({"type":"message","role":"assistant","content":[{"type":"output_text","text":"Plain."}]})");
     }
 
     TEST_CASE("input_image parts become chat image_url parts, detail kept") {
@@ -569,9 +574,12 @@ TEST_SUITE("responses request decode: conversation state") {
         CHECK(store.asked == std::vector<std::string>{"item:msg_a_0"});
         CHECK(roles(req) == std::vector<std::string>{"user", "assistant", "user"});
         CHECK(req.messages[1].content == "Hello");
-        CHECK(req.responses.input_items ==
-              std::vector<std::string>{R"({"type":"message","role":"user","content":[{"type":"input_text","text":"Hi"}]})", std::string(kAssistantHello),
-                                       R"({"type":"message","role":"user","content":[{"type":"input_text","text":"more"}]})"});
+        CHECK(
+            req.responses.input_items ==
+            std::vector<std::string>{
+                R"({"type":"message","role":"user","content":[{"type":"input_text","text":"Hi"}]})",
+                std::string(kAssistantHello),
+                R"({"type":"message","role":"user","content":[{"type":"input_text","text":"more"}]})"});
     }
 
     TEST_CASE("item_reference: unknown item, no store, a stored reference") {

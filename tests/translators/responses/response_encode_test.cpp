@@ -208,13 +208,16 @@ TEST_SUITE("responses stored turn") {
         CHECK(turn->previous_id == "resp_prev");
         CHECK(turn->output_from == 2);
         REQUIRE(turn->items.size() == 5);
-        CHECK(turn->items[0] ==
-              std::pair<std::string, std::string>{
-                  "msg_in",
-                  R"({"type":"message","id":"msg_in","role":"user","content":[{"type":"input_text","text":"Hi"}]})"});
-        CHECK(turn->items[1] ==
-              std::pair<std::string, std::string>{
-                  "", R"({"type":"message","role":"user","content":[{"type":"input_text","text":"more"}]})"});
+        CHECK(
+            turn->items[0] ==
+            std::pair<std::string, std::string>{
+                "msg_in",
+                R"({"type":"message","id":"msg_in","role":"user","content":[{"type":"input_text","text":"Hi"}]})"});
+        CHECK(
+            turn->items[1] ==
+            std::pair<std::string, std::string>{
+                "",
+                R"({"type":"message","role":"user","content":[{"type":"input_text","text":"more"}]})"});
         CHECK(turn->items[2].first == "rs_abc_0");
         CHECK(turn->items[3].first == "msg_abc_1");
         CHECK(turn->items[4].first == "fc_abc_2");
