@@ -227,9 +227,11 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
     if (auto refused = co_await admit(front)) {
         co_return *refused;
     }
-    // The Responses API reads earlier turns from the store (none when it keeps nothing).
+    // The Responses API reads earlier turns from the store (none when it keeps nothing): the
+    // turns of the client key this request presented.
     const bool storing = config_->response_store.max_entries > 0;
-    auto decoded = front.decode_stateful(request_.body(), storing ? &worker_.responses() : nullptr);
+    const ResponseStore::Scoped turns(worker_.responses(), meter_.key_name());
+    auto decoded = front.decode_stateful(request_.body(), storing ? &turns : nullptr);
     if (!decoded) {
         meter_.set_outcome(Outcome::rejected);
         co_return co_await client_.send_error(front, decoded.error());

@@ -58,7 +58,7 @@ canonical::Error bad_query(std::string_view param, std::string message) {
 Task<bool> Exchange::stored_response(std::string_view id) {
     ResponseStore& store = worker_.responses();
     if (request_.method_string() == "DELETE") {
-        if (!store.erase(id)) {
+        if (!store.erase(id, meter_.key_name())) {
             meter_.set_outcome(Outcome::rejected);
             co_return co_await client_.send_openai_error(not_found(id));
         }
@@ -74,7 +74,7 @@ Task<bool> Exchange::stored_response(std::string_view id) {
         w.EndObject();
         co_return co_await client_.send(http::status::ok, sb.GetString());
     }
-    std::optional<std::string> body = store.response(id);
+    std::optional<std::string> body = store.response(id, meter_.key_name());
     if (!body) {
         meter_.set_outcome(Outcome::rejected);
         co_return co_await client_.send_openai_error(not_found(id));
@@ -83,7 +83,8 @@ Task<bool> Exchange::stored_response(std::string_view id) {
 }
 
 Task<bool> Exchange::stored_input(std::string_view id) {
-    std::optional<std::vector<std::string>> items = worker_.responses().input_items(id);
+    std::optional<std::vector<std::string>> items =
+        worker_.responses().input_items(id, meter_.key_name());
     if (!items) {
         meter_.set_outcome(Outcome::rejected);
         co_return co_await client_.send_openai_error(not_found(id));

@@ -41,6 +41,7 @@ void Generation::keep_turn() {
         return;
     }
     if (auto turn = front.stored_turn(req, *keep)) {
+        turn->owner = meter.key_name();  // only the same client key finds it again
         store->put(std::move(*turn));
     }
     keep = nullptr;  // once

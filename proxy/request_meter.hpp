@@ -78,6 +78,7 @@ public:
     void set_back(std::string_view back) { back_name_ = back; }
     // The configured name of the client key the request presented (the access log).
     void set_key(std::string_view name) { key_name_ = name; }
+    std::string_view key_name() const { return key_name_; }
 
     // Content-bearing bytes carrying `tokens` tokens are about to leave for the client.
     void note_content(int64_t tokens);

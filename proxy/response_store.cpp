@@ -26,10 +26,11 @@ bool ResponseStore::enabled() const {
     return limits_.max_entries > 0 && limits_.max_bytes > 0;
 }
 
-const ResponseStore::Entry* ResponseStore::live(const std::string& id,
+const ResponseStore::Entry* ResponseStore::live(const std::string& id, std::string_view owner,
                                                 Clock::time_point now) const {
     auto it = entries_.find(id);
-    if (it == entries_.end() || now - it->second.at > std::chrono::seconds(limits_.max_age_s)) {
+    if (it == entries_.end() || now - it->second.at > std::chrono::seconds(limits_.max_age_s) ||
+        it->second.turn.owner != owner) {
         return nullptr;
     }
     return &it->second;
@@ -91,10 +92,10 @@ void ResponseStore::put(translators::StoredTurn turn, Clock::time_point now) {
     }
 }
 
-std::optional<std::string> ResponseStore::response(std::string_view id,
+std::optional<std::string> ResponseStore::response(std::string_view id, std::string_view owner,
                                                    Clock::time_point now) const {
     std::lock_guard lock(mu_);
-    const Entry* e = live(std::string(id), now);
+    const Entry* e = live(std::string(id), owner, now);
     if (e == nullptr) {
         return std::nullopt;
     }
@@ -102,9 +103,10 @@ std::optional<std::string> ResponseStore::response(std::string_view id,
 }
 
 std::optional<std::vector<std::string>> ResponseStore::input_items(std::string_view id,
+                                                                   std::string_view owner,
                                                                    Clock::time_point now) const {
     std::lock_guard lock(mu_);
-    const Entry* e = live(std::string(id), now);
+    const Entry* e = live(std::string(id), owner, now);
     if (e == nullptr) {
         return std::nullopt;
     }
@@ -115,23 +117,25 @@ std::optional<std::vector<std::string>> ResponseStore::input_items(std::string_v
     return out;
 }
 
-bool ResponseStore::erase(std::string_view id) {
+bool ResponseStore::erase(std::string_view id, std::string_view owner) {
     std::lock_guard lock(mu_);
     const std::string key(id);
-    if (entries_.find(key) == entries_.end()) {
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.turn.owner != owner) {
         return false;
     }
     drop(key);  // its place in order_ is skipped when it comes up
     return true;
 }
 
-std::optional<std::vector<std::string>> ResponseStore::conversation(std::string_view id) const {
+std::optional<std::vector<std::string>> ResponseStore::conversation(
+    std::string_view id, std::string_view owner) const {
     const Clock::time_point now = Clock::now();
     std::lock_guard lock(mu_);
     std::vector<const Entry*> chain;
     std::string at(id);
     while (!at.empty()) {
-        const Entry* e = live(at, now);
+        const Entry* e = live(at, owner, now);
         if (e == nullptr || chain.size() > entries_.size()) {
             return std::nullopt;  // a turn of the chain is gone (or the chain loops)
         }
@@ -147,14 +151,15 @@ std::optional<std::vector<std::string>> ResponseStore::conversation(std::string_
     return out;
 }
 
-std::optional<std::string> ResponseStore::item(std::string_view id) const {
+std::optional<std::string> ResponseStore::item(std::string_view id,
+                                               std::string_view owner) const {
     const Clock::time_point now = Clock::now();
     std::lock_guard lock(mu_);
     auto it = items_.find(std::string(id));
     if (it == items_.end()) {
         return std::nullopt;
     }
-    const Entry* e = live(it->second, now);
+    const Entry* e = live(it->second, owner, now);
     if (e == nullptr) {
         return std::nullopt;
     }

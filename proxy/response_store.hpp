@@ -3,7 +3,8 @@
 // /v1/responses/{id}): one store per infergate process, shared by the workers under a mutex
 // (only Responses requests that store or continue a turn take it), bounded by count, bytes and
 // age (config responses.store; docs/dialects.md, "Responses API"). It keeps strings: what a
-// turn is, the Responses codec says (translators::StoredTurn).
+// turn is, the Responses codec says (translators::StoredTurn). A turn belongs to the client key
+// that made it (StoredTurn::owner): to another key it does not exist.
 
 #include <chrono>
 #include <deque>
@@ -18,7 +19,7 @@
 
 namespace infergate {
 
-class ResponseStore final : public translators::ConversationLookup {
+class ResponseStore {
 public:
     using Clock = std::chrono::steady_clock;
 
@@ -31,19 +32,38 @@ public:
     // Keeps `turn`, evicting the oldest turns past the limits; a turn bigger than max_bytes is
     // not kept.
     void put(translators::StoredTurn turn, Clock::time_point now = Clock::now());
-    // The response object of turn `id`, or nullopt.
-    std::optional<std::string> response(std::string_view id,
+    // The response object of `owner`'s turn `id`, or nullopt.
+    std::optional<std::string> response(std::string_view id, std::string_view owner = {},
                                         Clock::time_point now = Clock::now()) const;
     // Turn `id`'s input items (compact JSON), or nullopt.
     std::optional<std::vector<std::string>> input_items(std::string_view id,
+                                                        std::string_view owner = {},
                                                         Clock::time_point now = Clock::now()) const;
     // Forgets turn `id` (later turns that continue it can no longer be continued). False when
-    // it was not stored.
-    bool erase(std::string_view id);
+    // `owner` has no such turn.
+    bool erase(std::string_view id, std::string_view owner = {});
 
-    // translators::ConversationLookup
-    std::optional<std::vector<std::string>> conversation(std::string_view id) const override;
-    std::optional<std::string> item(std::string_view id) const override;
+    // What translators::ConversationLookup asks, for `owner`'s turns.
+    std::optional<std::vector<std::string>> conversation(std::string_view id,
+                                                         std::string_view owner = {}) const;
+    std::optional<std::string> item(std::string_view id, std::string_view owner = {}) const;
+
+    // The store as one client key sees it (what a Responses decoder is given).
+    class Scoped final : public translators::ConversationLookup {
+    public:
+        Scoped(const ResponseStore& store, std::string_view owner)
+            : store_(store), owner_(owner) {}
+        std::optional<std::vector<std::string>> conversation(std::string_view id) const override {
+            return store_.conversation(id, owner_);
+        }
+        std::optional<std::string> item(std::string_view id) const override {
+            return store_.item(id, owner_);
+        }
+
+    private:
+        const ResponseStore& store_;
+        std::string_view owner_;
+    };
 
     size_t size() const;
     size_t bytes() const;
@@ -54,7 +74,8 @@ private:
         Clock::time_point at;
         size_t bytes = 0;
     };
-    const Entry* live(const std::string& id, Clock::time_point now) const;  // mu_ held
+    // mu_ held: `owner`'s live turn `id`, or null.
+    const Entry* live(const std::string& id, std::string_view owner, Clock::time_point now) const;
     void drop(const std::string& id);                                       // mu_ held
 
     mutable std::mutex mu_;

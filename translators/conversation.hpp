@@ -30,6 +30,9 @@ protected:
 struct StoredTurn {
     std::string id;           // the response's id
     std::string previous_id;  // the turn it continues ("" = none)
+    // Who may read, continue or delete it: the client key's configured name ("" without keys).
+    // Set by the proxy, not the codec.
+    std::string owner;
     std::string response;     // the response object, as GET /v1/responses/{id} answers it
     // This turn's items, (id, compact JSON): its input items (the id empty when the client
     // gave none), then its output items from `output_from` on.

@@ -813,3 +813,58 @@ class Refusals(unittest.TestCase):
                     headers={"Content-Type": "application/json"})
         self.assertEqual(r.status, 400)
         self.assertIn("error", r.json())
+
+
+class StorePerClientKey(unittest.TestCase):
+    """With client keys (auth:), a stored turn belongs to the key that made it: to another key it
+    does not exist (GET, DELETE, input_items, previous_response_id, item_reference), as OpenAI
+    scopes stored responses to a project."""
+
+    KEY_A = "sk-resp-a-0123456789abcdef"
+    KEY_B = "sk-resp-b-0123456789abcdef"
+
+    @classmethod
+    def setUpClass(cls):
+        import os
+        import tempfile
+        f = tempfile.NamedTemporaryFile("w", prefix="infergate-keys-", delete=False)
+        f.write(f"- name: a\n  key: {cls.KEY_A}\n- name: b\n  key: {cls.KEY_B}\n")
+        f.close()
+        cls.addClassCleanup(os.unlink, f.name)
+        cls.emu = start(cls, Emulator, "openai", MODEL)
+        cls.proxy = start(cls, Proxy, ["--access-log", "off"], wait_ready=False, config_yaml=(
+            f"auth:\n  keys_file: {f.name}\n"
+            f"backends:\n  - {{url: '{cls.emu.url}', dialect: openai, model: {MODEL}}}\n"))
+
+    def as_key(self, key: str) -> dict:
+        return {"Authorization": f"Bearer {key}"}
+
+    def test_another_key_cannot_see_a_turn(self):
+        a, b = self.as_key(self.KEY_A), self.as_key(self.KEY_B)
+        r = post_json(self.proxy.port, "/v1/responses",
+                      {"model": MODEL, "input": "secret plans", "max_output_tokens": 3}, a)
+        self.assertEqual(r.status, 200, r.body[:300])
+        doc = r.json()
+        rid, item = doc["id"], doc["output"][0]["id"]
+        for method, path in (("GET", f"/v1/responses/{rid}"),
+                             ("GET", f"/v1/responses/{rid}/input_items"),
+                             ("DELETE", f"/v1/responses/{rid}")):
+            with self.subTest(method=method, path=path):
+                self.assertEqual(request(self.proxy.port, method, path, headers=b).status, 404)
+        r = post_json(self.proxy.port, "/v1/responses",
+                      {"model": MODEL, "input": "go on", "previous_response_id": rid}, b)
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["code"], "previous_response_not_found")
+        r = post_json(self.proxy.port, "/v1/responses",
+                      {"model": MODEL, "input": [{"type": "item_reference", "id": item}]}, b)
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["code"], "item_not_found")
+        # The key that made it still has it all.
+        self.assertEqual(request(self.proxy.port, "GET", f"/v1/responses/{rid}",
+                                 headers=a).json(), doc)
+        r = post_json(self.proxy.port, "/v1/responses",
+                      {"model": MODEL, "input": "go on", "previous_response_id": rid,
+                       "max_output_tokens": 3}, a)
+        self.assertEqual(r.status, 200, r.body[:300])
+        self.assertEqual(request(self.proxy.port, "DELETE", f"/v1/responses/{rid}",
+                                 headers=a).status, 200)

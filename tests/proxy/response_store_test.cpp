@@ -95,12 +95,12 @@ TEST_CASE("ResponseStore: bounded by age") {
     const auto t0 = ResponseStore::Clock::now();
     store.put(turn("old"), t0 - 61s);
     store.put(turn("new"), t0);
-    CHECK_FALSE(store.response("old", t0).has_value());
-    CHECK_FALSE(store.input_items("old", t0).has_value());
+    CHECK_FALSE(store.response("old", "", t0).has_value());
+    CHECK_FALSE(store.input_items("old", "", t0).has_value());
     CHECK_FALSE(store.conversation("old").has_value());
-    CHECK(store.response("new", t0).has_value());
-    CHECK(store.response("new", t0 + 59s).has_value());
-    CHECK_FALSE(store.response("new", t0 + 61s).has_value());
+    CHECK(store.response("new", "", t0).has_value());
+    CHECK(store.response("new", "", t0 + 59s).has_value());
+    CHECK_FALSE(store.response("new", "", t0 + 61s).has_value());
     store.put(turn("later"), t0 + 1s);  // the expired one is dropped on the next put
     CHECK(store.size() == 2);
 }
@@ -134,4 +134,28 @@ TEST_CASE("ResponseStore: creating and deleting turns behind a long-lived one st
     }
     CHECK(store.size() == 1000);
     CHECK(store.response("keep").has_value());
+}
+
+TEST_CASE("ResponseStore: a turn belongs to the client key that made it") {
+    ResponseStore store(limits(10, 1 << 20, 3600));
+    StoredTurn a = turn("resp_a");
+    a.owner = "team-a";
+    store.put(a);
+    StoredTurn b = turn("resp_b", "resp_a");
+    b.owner = "team-a";
+    store.put(b);
+    CHECK(store.response("resp_a", "team-a").has_value());
+    // To another key (or to none) it does not exist: not readable, continuable or deletable.
+    for (std::string_view other : {"team-b", ""}) {
+        CHECK_FALSE(store.response("resp_a", other).has_value());
+        CHECK_FALSE(store.input_items("resp_a", other).has_value());
+        CHECK_FALSE(store.conversation("resp_b", other).has_value());
+        CHECK_FALSE(store.item("msg_resp_a", other).has_value());
+        CHECK_FALSE(store.erase("resp_a", other));
+    }
+    const ResponseStore::Scoped scoped(store, "team-a");
+    const infergate::translators::ConversationLookup& lookup = scoped;
+    CHECK(lookup.conversation("resp_b").has_value());
+    CHECK(lookup.item("msg_resp_a").has_value());
+    CHECK(store.erase("resp_a", "team-a"));
 }
