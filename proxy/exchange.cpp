@@ -315,9 +315,9 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
                  Reroute(next_replica),
                  Retarget(hedge_target),
                  pool->members.size() > 1 && table_->routing().attempts > 1};
-    canonical::GenerationResult kept;
+    std::optional<canonical::GenerationResult> kept;  // only for a turn to store
     if (req.responses.store) {
-        g.keep = &kept;  // stored by the relay before the answer's last bytes leave
+        g.keep = &kept.emplace();  // stored by the relay before the answer's last bytes leave
         g.store = &worker_.responses();
     }
     watch_.start();
