@@ -1,5 +1,7 @@
 #include "proxy/exchange.hpp"
 
+#include <memory>
+
 #include "proxy/client_auth.hpp"
 #include "proxy/disconnect_watch.hpp"
 #include "proxy/generation.hpp"
@@ -59,60 +61,70 @@ Task<bool> Exchange::run() {
     co_return keep_alive;
 }
 
+// A small frame on purpose: Asio recycles coroutine frames of up to 1 KB only (its allocator
+// keeps a block's size in one byte of 4-byte chunks), and GCC gives every local and awaitable
+// of every branch its own place in the frame. The routes' own coroutines are chosen by a plain
+// function (serve), so that a new route adds nothing here.
 Task<bool> Exchange::dispatch() {
     const Route route = match_route(request_.method_string(), request_.target(), listener_);
     if (auto refused = co_await authorize(route)) {
         co_return *refused;
     }
+    co_return co_await serve(route);
+}
+
+Task<bool> Exchange::serve(const Route& route) {
     switch (route.kind) {
-        case Route::Kind::metrics: co_return co_await serve_metrics();
-        case Route::Kind::reload:
-            co_return co_await reload();
-        case Route::Kind::generate: co_return co_await generate(route.dialect, route.path);
-        case Route::Kind::generate_by_body: co_return co_await generate_by_body(route.path);
-        case Route::Kind::embed:
-            co_return co_await embed(route.embed_dialect);
+        case Route::Kind::metrics: return serve_metrics();
+        case Route::Kind::reload: return reload();
+        case Route::Kind::generate: return generate(route.dialect, route.path);
+        case Route::Kind::generate_by_body: return generate_by_body(route.path);
+        case Route::Kind::embed: return embed(route.embed_dialect);
         case Route::Kind::tokenize:
-        case Route::Kind::detokenize:
-            co_return co_await tokenizer(route);
-        case Route::Kind::apply_template:
-            co_return co_await apply_template();
-        case Route::Kind::root: co_return co_await root();
-        case Route::Kind::tgi_info: co_return co_await tgi_info();
-        case Route::Kind::ollama_tags: co_return co_await ollama_tags(false);
-        case Route::Kind::ollama_ps: co_return co_await ollama_tags(true);
-        case Route::Kind::ollama_version: co_return co_await ollama_version();
-        case Route::Kind::ollama_show: co_return co_await ollama_show();
-        case Route::Kind::llamacpp_props: co_return co_await llamacpp_props();
-        case Route::Kind::models: co_return co_await models({});
-        case Route::Kind::model: co_return co_await models(route.model_id);
-        case Route::Kind::health: co_return co_await health(false);
-        case Route::Kind::health_generate: co_return co_await health(true);
-        case Route::Kind::model_info: co_return co_await model_info(false);
-        case Route::Kind::stored_response:
-            co_return co_await stored_response(route.model_id);
-        case Route::Kind::stored_input:
-            co_return co_await stored_input(route.model_id);
-        case Route::Kind::server_info: co_return co_await model_info(true);
+        case Route::Kind::detokenize: return tokenizer(route);
+        case Route::Kind::apply_template: return apply_template();
+        case Route::Kind::root: return root();
+        case Route::Kind::tgi_info: return tgi_info();
+        case Route::Kind::ollama_tags: return ollama_tags(false);
+        case Route::Kind::ollama_ps: return ollama_tags(true);
+        case Route::Kind::ollama_version: return ollama_version();
+        case Route::Kind::ollama_show: return ollama_show();
+        case Route::Kind::llamacpp_props: return llamacpp_props();
+        case Route::Kind::models: return models({});
+        case Route::Kind::model: return models(route.model_id);
+        case Route::Kind::health: return health(false);
+        case Route::Kind::health_generate: return health(true);
+        case Route::Kind::model_info: return model_info(false);
+        case Route::Kind::stored_response: return stored_response(route.model_id);
+        case Route::Kind::stored_input: return stored_input(route.model_id);
+        case Route::Kind::server_info: return model_info(true);
         case Route::Kind::method_not_allowed: {
             // Every route also answers OPTIONS (exchange_cors.cpp).
-            const std::string allow = std::string(route.allow) + ", OPTIONS";
+            std::string allow = std::string(route.allow) + ", OPTIONS";
             if (request_.method() == http::verb::options) {
-                co_return co_await options(allow);
+                return options(std::move(allow));
             }
-            meter_.set_outcome(Outcome::rejected);
-            client_.extra_headers().emplace_back("Allow", allow);
-            canonical::Error e;
-            e.status = 405;
-            e.message = "method " + std::string(request_.method_string()) + " is not allowed on " +
-                        std::string(request_.target()) + "; allowed: " + allow;
-            co_return co_await client_.send_openai_error(e);
+            return method_not_allowed(std::move(allow));
         }
         case Route::Kind::not_found: break;
     }
     if (request_.method() == http::verb::options && request_.target() == "*") {
-        co_return co_await options(methods_served(listener_));  // RFC 9110 §9.3.7: the server
+        return options(methods_served(listener_));  // RFC 9110 §9.3.7: the server
     }
+    return no_route();
+}
+
+Task<bool> Exchange::method_not_allowed(std::string allow) {
+    meter_.set_outcome(Outcome::rejected);
+    client_.extra_headers().emplace_back("Allow", allow);
+    canonical::Error e;
+    e.status = 405;
+    e.message = "method " + std::string(request_.method_string()) + " is not allowed on " +
+                std::string(request_.target()) + "; allowed: " + allow;
+    co_return co_await client_.send_openai_error(e);
+}
+
+Task<bool> Exchange::no_route() {
     meter_.set_outcome(Outcome::rejected);
     canonical::Error e;
     e.status = 404;
@@ -229,9 +241,13 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
     }
     // The Responses API reads earlier turns from the store (none when it keeps nothing): the
     // turns of the client key this request presented.
+    // (The lookup lives in a lambda's stack, not in this coroutine's frame: a frame over 1 KB
+    // is never recycled by Asio's allocator, so every byte kept here costs an allocation.)
     const bool storing = config_->response_store.max_entries > 0;
-    const ResponseStore::Scoped turns(worker_.responses(), meter_.key_name());
-    auto decoded = front.decode_stateful(request_.body(), storing ? &turns : nullptr);
+    auto decoded = [&] {
+        const ResponseStore::Scoped turns(worker_.responses(), meter_.key_name());
+        return front.decode_stateful(request_.body(), storing ? &turns : nullptr);
+    }();
     if (!decoded) {
         meter_.set_outcome(Outcome::rejected);
         co_return co_await client_.send_error(front, decoded.error());
@@ -315,9 +331,11 @@ Task<bool> Exchange::generate(canonical::Dialect dialect, std::string_view path)
                  Reroute(next_replica),
                  Retarget(hedge_target),
                  pool->members.size() > 1 && table_->routing().attempts > 1};
-    std::optional<canonical::GenerationResult> kept;  // only for a turn to store
+    // Only for a turn to store, and on the heap: not in this coroutine's frame (above).
+    std::unique_ptr<canonical::GenerationResult> kept;
     if (req.responses.store) {
-        g.keep = &kept.emplace();  // stored by the relay before the answer's last bytes leave
+        kept = std::make_unique<canonical::GenerationResult>();
+        g.keep = kept.get();  // stored by the relay before the answer's last bytes leave
         g.store = &worker_.responses();
     }
     watch_.start();

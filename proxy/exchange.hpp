@@ -50,6 +50,10 @@ public:
 private:
     // ---- routes (exchange.cpp: generations; exchange_info.cpp, exchange_native_info.cpp) ----
     Task<bool> dispatch();
+    // The route's coroutine, not started (a plain function: dispatch's frame stays small).
+    Task<bool> serve(const Route& route);
+    Task<bool> method_not_allowed(std::string allow);  // 405 with Allow
+    Task<bool> no_route();                             // 404 listing the routes
     // Client keys (exchange_auth.cpp). nullopt: the request may go on; a value: it was answered
     // (401 in the client's dialect) and that is the keep-alive result.
     Task<std::optional<bool>> authorize(const Route& route);
