@@ -91,6 +91,10 @@ constexpr std::array kRoutes = {
 };
 
 bool method_listed(std::string_view methods, std::string_view method) {
+    if (methods.starts_with(method) &&
+        (methods.size() == method.size() || methods[method.size()] == ',')) {
+        return true;  // the first (most routes have one method: POST)
+    }
     size_t pos = 0;
     while (pos < methods.size()) {
         size_t end = methods.find(',', pos);
