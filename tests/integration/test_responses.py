@@ -329,6 +329,17 @@ class ResponsesOverOllama(_EmulatorBackend):
     DIALECT = "ollama"
     THINKING_SWITCH = True  # think
 
+    def test_a_setting_ollama_lacks_is_named_as_the_client_wrote_it(self):
+        for style, port in self.each():
+            with self.subTest(style=style):
+                r = post_json(port, "/v1/responses", {"model": MODEL, "input": "x",
+                                                      "text": {"verbosity": "low"}})
+                self.assertEqual(r.status, 400, r.body[:300])
+                err = r.json()["error"]
+                self.assertEqual(err["param"], "text.verbosity")
+                self.assertIn("'text.verbosity' cannot be carried to an Ollama backend",
+                              err["message"])
+
 
 class ResponsesOverLlamacpp(_EmulatorBackend):
     DIALECT = "llamacpp"

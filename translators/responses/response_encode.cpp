@@ -342,7 +342,8 @@ namespace wire {
 // or pairing) names the chat field; the client wrote the Responses one. Both the param and the
 // quoted name in the message are renamed: reasoning_effort -> reasoning.effort,
 // max_completion_tokens / max_tokens -> max_output_tokens, response_format -> text.format,
-// tool_choice.function.name -> tool_choice.name, tools[i].function.x -> tools[i].x,
+// tool_choice.function.name -> tool_choice.name, verbosity -> text.verbosity,
+// tools[i].function.x -> tools[i].x,
 // messages[...] -> input.
 canonical::Error in_responses_terms(canonical::Error e) {
     struct Rename {
@@ -357,6 +358,7 @@ canonical::Error in_responses_terms(canonical::Error e) {
         {"response_format.json_schema", "text.format", true},
         {"response_format", "text.format", true},
         {"tool_choice.function.name", "tool_choice.name", false},
+        {"verbosity", "text.verbosity", false},
     };
     const auto replace_quoted = [&](std::string_view from, std::string_view to) {
         const std::string quoted = "'" + std::string(from) + "'";
