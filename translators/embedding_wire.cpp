@@ -66,6 +66,30 @@ void write_ids(json::Writer& w, const std::vector<int64_t>& ids) {
     w.EndArray();
 }
 
+void write_texts(json::Writer& w, const std::vector<std::string>& texts, bool as_list) {
+    if (!as_list) {
+        json::string(w, texts.empty() ? std::string_view() : std::string_view(texts.front()));
+        return;
+    }
+    w.StartArray();
+    for (const std::string& t : texts) {
+        json::string(w, t);
+    }
+    w.EndArray();
+}
+
+void write_id_lists(json::Writer& w, const std::vector<std::vector<int64_t>>& ids, bool as_list) {
+    if (!as_list) {
+        write_ids(w, ids.empty() ? std::vector<int64_t>() : ids.front());
+        return;
+    }
+    w.StartArray();
+    for (const auto& list : ids) {
+        write_ids(w, list);
+    }
+    w.EndArray();
+}
+
 namespace {
 
 bool all_of_type(const json::Value& list, bool (*pred)(const json::Value&)) {

@@ -24,6 +24,10 @@ void write_vector(json::Writer& w, const std::vector<double>& values, bool base6
 // A list of token ids: a non-empty array of integers in [0, 2^32). False otherwise.
 bool read_ids(const json::Value& v, std::vector<int64_t>& out);
 void write_ids(json::Writer& w, const std::vector<int64_t>& ids);
+// `texts` as a JSON list of strings when `as_list`, else its first ("" when there is none).
+void write_texts(json::Writer& w, const std::vector<std::string>& texts, bool as_list);
+// `ids` as a list of token lists when `as_list`, else its first ([] when there is none).
+void write_id_lists(json::Writer& w, const std::vector<std::vector<int64_t>>& ids, bool as_list);
 
 // How an API's input member may be shaped.
 struct InputRules {

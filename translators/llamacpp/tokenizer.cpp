@@ -173,7 +173,7 @@ public:
         json::Writer w(os);
         w.StartObject();
         json::key(w, "content");
-        json::string(w, req.texts.empty() ? std::string() : req.texts.front());
+        wire::write_texts(w, req.texts, false);
         json::key(w, "add_special");
         w.Bool(req.add_special.value);
         if (req.pieces.value) {
@@ -250,7 +250,7 @@ public:
         json::Writer w(os);
         w.StartObject();
         json::key(w, "tokens");
-        wire::write_ids(w, req.ids.empty() ? std::vector<int64_t>() : req.ids.front());
+        wire::write_id_lists(w, req.ids, false);
         w.EndObject();
         return out;
     }

@@ -188,15 +188,7 @@ public:
         json::Writer w(os);
         w.StartObject();
         json::key(w, "inputs");
-        if (req.text_is_list) {
-            w.StartArray();
-            for (const auto& t : req.texts) {
-                json::string(w, t);
-            }
-            w.EndArray();
-        } else {
-            json::string(w, req.texts.empty() ? std::string() : req.texts.front());
-        }
+        wire::write_texts(w, req.texts, req.text_is_list);
         json::key(w, "add_special_tokens");
         w.Bool(req.add_special.value);
         if (req.prompt_name) {
@@ -261,15 +253,7 @@ public:
         json::Writer w(os);
         w.StartObject();
         json::key(w, "ids");
-        if (req.ids_is_list) {
-            w.StartArray();
-            for (const auto& ids : req.ids) {
-                wire::write_ids(w, ids);
-            }
-            w.EndArray();
-        } else {
-            wire::write_ids(w, req.ids.empty() ? std::vector<int64_t>() : req.ids.front());
-        }
+        wire::write_id_lists(w, req.ids, req.ids_is_list);
         json::key(w, "skip_special_tokens");
         w.Bool(req.skip_special.value);
         w.EndObject();

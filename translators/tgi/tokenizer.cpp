@@ -118,7 +118,7 @@ public:
         json::Writer w(os);
         w.StartObject();
         json::key(w, "inputs");
-        json::string(w, req.texts.empty() ? std::string() : req.texts.front());
+        wire::write_texts(w, req.texts, false);
         json::key(w, "add_special_tokens");
         w.Bool(req.add_special.value);
         if (req.truncate) {
