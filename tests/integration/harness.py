@@ -533,6 +533,39 @@ def strict_framing_problem(raw: bytes) -> str | None:
 # Small utilities
 # ---------------------------------------------------------------------------------------------
 
+def keys_file(text: str) -> str:
+    """A client keys file (config auth.keys_file) holding `text`; the caller deletes it."""
+    f = tempfile.NamedTemporaryFile("w", prefix="infergate-keys-", delete=False)
+    f.write(text)
+    f.close()
+    return f.name
+
+
+def read_raw_response(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """One whole response read from a raw socket (Content-Length framed), or what came before
+    the close: (status, headers with lower-case names, body)."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        data = s.recv(65536)
+        if not data:
+            raise ConnectionError(f"closed before a response head; got {buf!r}")
+        buf += data
+    head, body = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    length = int(headers.get("content-length", "0"))
+    while len(body) < length:
+        data = s.recv(65536)
+        if not data:
+            break
+        body += data
+    return status, headers, body[:length]
+
+
 def wait_until(predicate, timeout: float, interval: float = 0.02, what: str = "condition"):
     """Polls `predicate` until it returns a truthy value (returned) or `timeout` passes."""
     deadline = time.monotonic() + timeout

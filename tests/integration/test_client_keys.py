@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import unittest
 
-from harness import Emulator, Proxy, post_json, request, start, wait_until
+from harness import Emulator, Proxy, keys_file, post_json, request, start, wait_until
 from scripted import ScriptedBackend, json_reply
 
 MODEL = "keys-model"
@@ -18,13 +17,6 @@ KEY_A = "sk-team-a-0123456789abcdef"
 KEY_B = "sk-team-b-0123456789abcdef"
 KEY_ENV = "sk-from-env-0123456789abcdef"
 CMPL_BODY = {"model": MODEL, "prompt": "hello", "max_tokens": 2}
-
-
-def keys_file(text: str) -> str:
-    f = tempfile.NamedTemporaryFile("w", prefix="infergate-keys-", delete=False)
-    f.write(text)
-    f.close()
-    return f.name
 
 
 def config(keys_path: str, upstream: str, env: str | None = None) -> str:

@@ -15,7 +15,7 @@ import threading
 import time
 import unittest
 
-from harness import Emulator, Proxy, post_json, request, start
+from harness import Emulator, Proxy, post_json, read_raw_response, request, start
 
 MODEL = "limits-model"
 CMPL = "/v1/completions"
@@ -25,30 +25,6 @@ def connect(port: int, timeout: float = 10.0) -> socket.socket:
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return s
-
-
-def read_response(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
-    """One whole response (Content-Length framed) or what came before the close."""
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        data = s.recv(65536)
-        if not data:
-            raise ConnectionError(f"closed before a response head; got {buf!r}")
-        buf += data
-    head, body = buf.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split(" ")[1])
-    headers = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        headers[k.strip().lower()] = v.strip()
-    length = int(headers.get("content-length", "0"))
-    while len(body) < length:
-        data = s.recv(65536)
-        if not data:
-            break
-        body += data
-    return status, headers, body[:length]
 
 
 def completion_request(path: str = CMPL, host: bool = True, version: str = "HTTP/1.1") -> bytes:
@@ -82,7 +58,7 @@ class FileDescriptorLimit(unittest.TestCase):
         s = connect(proxy.port)
         idle.append(s)
         s.sendall(completion_request())
-        status, _, body = read_response(s)
+        status, _, body = read_raw_response(s)
         self.assertEqual(status, 200, body)
         self.assertEqual(json.loads(body)["model"], MODEL)
         log = proxy.stderr_text()
@@ -106,13 +82,13 @@ class FileDescriptorLimit(unittest.TestCase):
         keep_alive = connect(proxy.port)
         self.addCleanup(keep_alive.close)
         keep_alive.sendall(completion_request())
-        self.assertEqual(read_response(keep_alive)[0], 200)
+        self.assertEqual(read_raw_response(keep_alive)[0], 200)
         silent = [connect(proxy.port) for _ in range(45)]  # 46 in all: 13 over the cap
         self.addCleanup(lambda: [s.close() for s in silent])
         silent[12].settimeout(10)
         self.assertEqual(silent[12].recv(1), b"", "the 13th silent connection was not shed")
         keep_alive.sendall(completion_request())
-        status, _, body = read_response(keep_alive)
+        status, _, body = read_raw_response(keep_alive)
         self.assertEqual(status, 200, body)
         self.assertEqual(json.loads(body)["model"], MODEL)
         self.assertTrue(all(closed(s) for s in silent[:13]))
@@ -166,7 +142,7 @@ backends:
         third = connect(proxy.port)
         self.addCleanup(third.close)
         third.sendall(completion_request())
-        status, headers, body = read_response(third)
+        status, headers, body = read_raw_response(third)
         self.assertEqual(status, 503, body)
         self.assertEqual(headers.get("connection"), "close")
         err = json.loads(body)["error"]
@@ -174,7 +150,7 @@ backends:
         self.assertIn("connection limit of 2", err["message"])
         release.set()
         for s in busy:  # the busy ones still get their answers
-            status, _, body = read_response(s)
+            status, _, body = read_raw_response(s)
             self.assertEqual(status, 200, body)
         self.assertIn("no connection is idle: new connections get 503", proxy.stderr_text())
 
@@ -223,7 +199,7 @@ backends:
         s.sendall(b"POST /v1/messages HTTP/1.1\r\n")
         started = time.monotonic()
         self.dribble(s, b"Host: infergate\r\nContent-Type: application/json\r\n" * 20, 0.05)
-        status, headers, body = read_response(s)
+        status, headers, body = read_raw_response(s)
         elapsed = time.monotonic() - started
         self.assertEqual(status, 408, body)
         self.assertEqual(headers.get("connection"), "close")
@@ -237,7 +213,7 @@ backends:
         self.addCleanup(s.close)
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: infergate\r\n"
                   b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\"")
-        status, headers, body = read_response(s)
+        status, headers, body = read_raw_response(s)
         self.assertEqual(status, 408, body)
         self.assertEqual(headers.get("connection"), "close")
         self.assertIn("client_body_ms", json.loads(body)["error"]["message"])
@@ -255,7 +231,7 @@ backends:
         for piece in pieces:
             time.sleep(0.05)  # the client's pace (the total outlasts client_body_ms)
             s.sendall(piece)
-        status, _, answer = read_response(s)
+        status, _, answer = read_raw_response(s)
         self.assertEqual(status, 200, answer)
         self.assertGreater(len(pieces) * 0.05, 0.4)
 
@@ -269,7 +245,7 @@ backends:
                   b"Content-Type: application/json\r\nContent-Length: 10000\r\n\r\n")
         started = time.monotonic()
         self.dribble(s, b"{" + b" " * 9999, 0.1)
-        status, headers, body = read_response(s)
+        status, headers, body = read_raw_response(s)
         elapsed = time.monotonic() - started
         self.assertEqual(status, 408, body)
         self.assertEqual(headers.get("connection"), "close")
@@ -295,7 +271,7 @@ class RequestTargetAndHost(unittest.TestCase):
         s = connect(self.proxy.port)
         self.addCleanup(s.close)
         s.sendall(wire)
-        return read_response(s)
+        return read_raw_response(s)
 
     def test_http11_without_host_gets_400_saying_to_send_it(self):
         status, headers, body = self.exchange(completion_request(host=False))
@@ -313,7 +289,7 @@ class RequestTargetAndHost(unittest.TestCase):
         s = connect(self.proxy.port)
         self.addCleanup(s.close)
         s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
-        status, headers, body = read_response(s)
+        status, headers, body = read_raw_response(s)
         self.assertEqual(status, 505, body)
         self.assertEqual(headers.get("connection"), "close")
         self.assertIn("not HTTP/2", json.loads(body)["error"]["message"])
@@ -352,7 +328,7 @@ class ListenAddresses(unittest.TestCase):
             s.settimeout(10)
             s.connect((host, port))
             s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            return read_response(s)[0]
+            return read_raw_response(s)[0]
 
     def test_localhost_is_resolved(self):
         p = self.proxy("localhost:0")

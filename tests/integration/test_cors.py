@@ -16,11 +16,10 @@ import json
 import os
 import re
 import socket
-import tempfile
 import unittest
 
-from harness import (REPO, Emulator, Proxy, closed_port, open_stream, post_json, request, start,
-                     wait_until)
+from harness import (REPO, Emulator, Proxy, closed_port, keys_file, open_stream, post_json,
+                     read_raw_response, request, start, wait_until)
 from scripted import ScriptedBackend, json_reply
 
 MODEL = "cors-model"
@@ -41,13 +40,6 @@ def bearer(key: str = KEY) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def keys_file() -> str:
-    f = tempfile.NamedTemporaryFile("w", prefix="infergate-cors-keys-", delete=False)
-    f.write(f"- name: app\n  key: {KEY}\n- name: limited\n  key: {LIMITED}\n  rps: 0.01\n")
-    f.close()
-    return f.name
-
-
 def preflight(port: int, path: str, origin: str, method: str = "POST",
               headers: str | None = "authorization,content-type") -> "Response":
     h = {"Origin": origin, "Access-Control-Request-Method": method}
@@ -63,25 +55,7 @@ def raw_exchange(port: int, wire: bytes, *, then: bytes = b"") -> tuple[int, dic
         s.sendall(wire)
         if then:
             s.sendall(then)
-        buf = b""
-        while b"\r\n\r\n" not in buf:
-            data = s.recv(65536)
-            if not data:
-                raise AssertionError(f"closed before a response head: {buf!r}")
-            buf += data
-        head, body = buf.split(b"\r\n\r\n", 1)
-        lines = head.decode("latin-1").split("\r\n")
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            k, _, v = line.partition(":")
-            headers[k.strip().lower()] = v.strip()
-        length = int(headers.get("content-length", "0"))
-        while len(body) < length:
-            data = s.recv(65536)
-            if not data:
-                break
-            body += data
-        return int(lines[0].split(" ")[1]), headers, body[:length]
+        return read_raw_response(s)
     finally:
         s.close()
 
@@ -104,7 +78,8 @@ class _Checks:
 class CorsOn(_Checks, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.keys = keys_file()
+        cls.keys = keys_file(
+            f"- name: app\n  key: {KEY}\n- name: limited\n  key: {LIMITED}\n  rps: 0.01\n")
         cls.addClassCleanup(os.unlink, cls.keys)
         cls.emu = start(cls, Emulator, "openai", MODEL, ["--quiet"])
         cls.styled = start(cls, Emulator, "openai", STYLED, ["--quiet", *STYLE])

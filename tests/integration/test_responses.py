@@ -13,12 +13,13 @@ GET/DELETE /v1/responses/{id}, its limits, errors in the Responses API's own sha
 from __future__ import annotations
 
 import json
+import os
 import re
 import unittest
 from typing import Any
 
-from harness import (OTHER_WIRE_STYLE, Emulator, Proxy, Stream, open_stream, post_json,
-                     request, start, stream)
+from harness import (OTHER_WIRE_STYLE, Emulator, Proxy, Stream, keys_file, open_stream,
+                     post_json, request, start, stream)
 from scripted import ScriptedBackend, dumps, json_reply, sse_reply
 
 MODEL = "resp-model"
@@ -837,15 +838,11 @@ class StorePerClientKey(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        import os
-        import tempfile
-        f = tempfile.NamedTemporaryFile("w", prefix="infergate-keys-", delete=False)
-        f.write(f"- name: a\n  key: {cls.KEY_A}\n- name: b\n  key: {cls.KEY_B}\n")
-        f.close()
-        cls.addClassCleanup(os.unlink, f.name)
+        path = keys_file(f"- name: a\n  key: {cls.KEY_A}\n- name: b\n  key: {cls.KEY_B}\n")
+        cls.addClassCleanup(os.unlink, path)
         cls.emu = start(cls, Emulator, "openai", MODEL)
         cls.proxy = start(cls, Proxy, ["--access-log", "off"], wait_ready=False, config_yaml=(
-            f"auth:\n  keys_file: {f.name}\n"
+            f"auth:\n  keys_file: {path}\n"
             f"backends:\n  - {{url: '{cls.emu.url}', dialect: openai, model: {MODEL}}}\n"))
 
     def as_key(self, key: str) -> dict:
