@@ -570,6 +570,12 @@ class TestHedge(RoutingCase):
         yaml += backend_yaml("fast", fast.url, "openai", ALPHA)
         yaml += "routing:\n  balance: least_outstanding\n  retries: {hedge_ms: 200}\n"
         p = self.proxy(yaml)
+        # The proxy is ready once one replica serves the model; the other joins the pool when
+        # its probe (the vLLM check) is done, and a hedge needs it. Without this wait a request
+        # sent in between went to the slow replica alone (3 s; seen 2 times in ~10 runs).
+        for name in ("slow", "fast"):
+            wait_until(lambda n=name: metric(p.port, "infergate_backend_up", backend=n) == 1,
+                       timeout=30, what=f"backend {name} identified")
         for i in range(4):
             stream = i % 2 == 1
             t0 = time.monotonic()
